@@ -1,0 +1,31 @@
+"""Installation script for robolab; metadata and dependencies come from extension.toml."""
+
+import os
+import sys
+
+from setuptools import find_packages, setup
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+if sys.version_info >= (3, 11):
+    import tomllib
+
+    with open(os.path.join(ROOT, "extension.toml"), "rb") as f:
+        EXTENSION = tomllib.load(f)
+else:  # Python 3.10 (Isaac Lab 2.x environments ship the `toml` package)
+    import toml
+
+    EXTENSION = toml.load(os.path.join(ROOT, "extension.toml"))
+
+setup(
+    name="robolab",
+    version=EXTENSION["package"]["version"],
+    description=EXTENSION["package"]["description"],
+    keywords=EXTENSION["package"]["keywords"],
+    license="BSD-3-Clause",
+    python_requires=">=3.10",
+    package_dir={"": "source"},
+    packages=find_packages(where="source"),
+    install_requires=EXTENSION["python"]["requires"],
+    extras_require=EXTENSION["python"]["extras"],
+    zip_safe=False,
+)

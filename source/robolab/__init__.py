@@ -1,0 +1,8 @@
+"""robolab: legged-robot locomotion with RSL-RL, distributed-first.
+
+Importing the package registers its tasks with gymnasium (``robolab.tasks.list_tasks()``).
+"""
+
+__version__ = "0.1.0"
+
+from robolab import tasks  # noqa: E402,F401  (registers tasks)

@@ -1,0 +1,147 @@
+"""Turn a ``RobotCfg`` into a compiled ``MjModel`` plus the indices the MDP reads.
+
+The built-in robot and any user MJCF go through the same path: contact sensors are added here on the
+bodies the config names, so a Menagerie model needs no edits to work with the task.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from robolab.assets.go2 import _add_pd_actuator, build_go2_spec
+from robolab.assets.robot_cfg import RobotCfg
+
+# Contact sensor intprm: data = force (bit 1), reduce = net force, one slot.
+_CONTACT_DATA_FORCE = 2
+_CONTACT_REDUCE_NETFORCE = 3
+
+
+@dataclass
+class RobotModel:
+    """A compiled model and the addresses of everything the velocity MDP touches."""
+
+    model: mujoco.MjModel
+    qpos_adr: np.ndarray  # (12,) qpos address of each actuated joint, policy order
+    dof_adr: np.ndarray  # (12,) qvel address of each actuated joint
+    actuator_ids: np.ndarray  # (12,) actuator driving each joint, policy order
+    base_body_id: int
+    foot_sensor_adr: np.ndarray  # (n_feet,) sensordata address of each foot's 3-d contact force
+    undesired_sensor_adr: np.ndarray
+    termination_sensor_adr: np.ndarray
+    torque_sensor_adr: np.ndarray  # (12,) actuator force sensors, policy order
+    floor_geom_ids: np.ndarray  # geoms whose friction is randomised (the ground)
+    joint_limits: np.ndarray  # (12, 2)
+
+
+def load_robot(cfg: RobotCfg, timestep: float = 0.005) -> RobotModel:
+    spec = _load_spec(cfg)
+    spec.option.timestep = timestep
+    spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_AUTORESET
+    _check_names(spec, cfg)
+    if cfg.mjcf_path is not None and cfg.replace_actuators:
+        for act in list(spec.actuators):
+            spec.delete(act)
+        for joint, limit in zip(cfg.joint_names, cfg.torque_limits):
+            rng = spec.joint(joint).range
+            _add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, (rng[0], rng[1]))
+    sensors = {
+        "foot": [_add_contact_sensor(spec, b) for b in cfg.foot_bodies],
+        "undesired": [_add_contact_sensor(spec, b) for b in cfg.undesired_contact_bodies],
+        "termination": [_add_contact_sensor(spec, b) for b in cfg.termination_contact_bodies],
+    }
+    torque_names = [_add_torque_sensor(spec, joint) for joint in cfg.joint_names]
+    try:
+        model = spec.compile()
+    except ValueError as err:
+        raise ValueError(f"robot model {cfg.mjcf_path or 'go2 (built-in)'} does not compile: {err}") from None
+    return _index(model, cfg, sensors, torque_names)
+
+
+def _load_spec(cfg: RobotCfg) -> mujoco.MjSpec:
+    if cfg.mjcf_path is None:
+        return build_go2_spec(cfg)
+    path = os.path.expanduser(cfg.mjcf_path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"robot.mjcf_path={cfg.mjcf_path!r}: no such file (give a readable MJCF file)")
+    try:
+        spec = mujoco.MjSpec.from_file(path)
+    except Exception as err:  # mujoco raises ValueError for XML and schema errors alike
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"robot.mjcf_path={cfg.mjcf_path!r} is not a valid MJCF file: {first_line}") from None
+    if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.worldbody.geoms):
+        spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
+    return spec
+
+
+def _check_names(spec: mujoco.MjSpec, cfg: RobotCfg) -> None:
+    joints = {j.name for j in spec.joints}
+    bodies = {b.name for b in spec.bodies}
+    for name in cfg.joint_names:
+        if name not in joints:
+            raise ValueError(f"robot.joint_names: joint {name!r} is not in the model (it has: {sorted(joints)})")
+    for key in ("foot_bodies", "undesired_contact_bodies", "termination_contact_bodies"):
+        for name in getattr(cfg, key):
+            if name not in bodies:
+                raise ValueError(f"robot.{key}: body {name!r} is not in the model (it has: {sorted(bodies)})")
+    if cfg.base_body not in bodies:
+        raise ValueError(f"robot.base_body={cfg.base_body!r} is not in the model (it has: {sorted(bodies)})")
+    if len(cfg.default_joint_pos) != len(cfg.joint_names) or len(cfg.torque_limits) != len(cfg.joint_names):
+        raise ValueError(
+            f"robot.default_joint_pos ({len(cfg.default_joint_pos)}) and robot.torque_limits "
+            f"({len(cfg.torque_limits)}) must have one entry per joint ({len(cfg.joint_names)})"
+        )
+
+
+def _add_contact_sensor(spec: mujoco.MjSpec, body: str) -> str:
+    name = f"robolab_contact_{body}"
+    spec.add_sensor(
+        name=name, type=mujoco.mjtSensor.mjSENS_CONTACT, objtype=mujoco.mjtObj.mjOBJ_BODY, objname=body,
+        intprm=[_CONTACT_DATA_FORCE, _CONTACT_REDUCE_NETFORCE, 1],
+    )
+    return name
+
+
+def _add_torque_sensor(spec: mujoco.MjSpec, joint: str) -> str:
+    name = f"robolab_torque_{joint}"
+    spec.add_sensor(
+        name=name, type=mujoco.mjtSensor.mjSENS_JOINTACTFRC, objtype=mujoco.mjtObj.mjOBJ_JOINT, objname=joint
+    )
+    return name
+
+
+def _index(model: mujoco.MjModel, cfg: RobotCfg, sensors: dict[str, list[str]], torque_names: list[str]) -> RobotModel:
+    def joint_ids():
+        return [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in cfg.joint_names]
+
+    def sensor_adr(names):
+        ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, n) for n in names]
+        return np.array([model.sensor_adr[i] for i in ids], dtype=np.int64)
+
+    jids = joint_ids()
+    actuator_of_joint = {int(model.actuator_trnid[a, 0]): a for a in range(model.nu)}
+    missing = [cfg.joint_names[i] for i, j in enumerate(jids) if j not in actuator_of_joint]
+    if missing:
+        raise ValueError(f"robot.joint_names: joints {missing} have no actuator (set robot.replace_actuators=true)")
+    base_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, cfg.base_body)
+    if model.body_jntnum[base_id] != 1 or model.jnt_type[model.body_jntadr[base_id]] != mujoco.mjtJoint.mjJNT_FREE:
+        raise ValueError(f"robot.base_body={cfg.base_body!r} must carry exactly one free joint")
+    if model.jnt_qposadr[model.body_jntadr[base_id]] != 0:
+        raise ValueError(f"robot.base_body={cfg.base_body!r}: its free joint must be the model's first joint")
+    floor = np.array([g for g in range(model.ngeom) if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_PLANE])
+    return RobotModel(
+        model=model,
+        qpos_adr=np.array([model.jnt_qposadr[j] for j in jids], dtype=np.int64),
+        dof_adr=np.array([model.jnt_dofadr[j] for j in jids], dtype=np.int64),
+        actuator_ids=np.array([actuator_of_joint[j] for j in jids], dtype=np.int64),
+        base_body_id=base_id,
+        foot_sensor_adr=sensor_adr(sensors["foot"]),
+        undesired_sensor_adr=sensor_adr(sensors["undesired"]),
+        termination_sensor_adr=sensor_adr(sensors["termination"]),
+        torque_sensor_adr=sensor_adr(torque_names),
+        floor_geom_ids=floor,
+        joint_limits=np.array([model.jnt_range[j] for j in jids]),
+    )

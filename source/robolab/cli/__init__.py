@@ -1,0 +1,1 @@
+"""Command-line programs behind ``scripts/`` (kept in the package so tests can reach them)."""

@@ -1,0 +1,207 @@
+"""``scripts/train.py``: one entry point for a laptop CPU, every GPU of a node, and many nodes.
+
+Known flags are parsed with argparse; everything else is handed to Hydra as overrides
+(``agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time=0.5``). With ``--distributed`` each process
+reads its rank from the launcher (torchrun, Slurm, Open MPI), uses ``cuda:<LOCAL_RANK>`` (or the CPU with
+gloo) and seed ``base + global rank``; rank 0 alone creates the run directory and writes files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from omegaconf import OmegaConf
+
+from robolab import checkpoint, distributed, tasks
+from robolab.config import ConfigError, agent_dict, build_env_cfg, compose
+from robolab.distributed import DistributedContext
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description="Train a locomotion policy with RSL-RL. Unknown arguments are Hydra overrides.",
+        epilog="example: python scripts/train.py --task RoboLab-Velocity-Flat-Go2-v0 agent.algorithm.learning_rate=3e-4",
+    )
+    p.add_argument("--task", default="RoboLab-Velocity-Flat-Go2-v0", help="task id (see --list_tasks)")
+    p.add_argument("--list_tasks", action="store_true", help="print the registered task ids and exit")
+    p.add_argument("--num_envs", type=int, default=None, help="environments per process")
+    p.add_argument("--max_iterations", type=int, default=None, help="final training iteration count")
+    p.add_argument("--seed", type=int, default=None, help="base seed; each process adds its global rank")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
+    p.add_argument("--distributed", action="store_true", help="one process per GPU (or CPU rank) from the launcher")
+    p.add_argument("--headless", action="store_true", help="accepted for Isaac Lab parity; the embedded sim never opens a window")
+    p.add_argument("--log_root", default=os.path.join("logs", "robolab"), help="root of all experiment directories")
+    p.add_argument("--run_name", default=None, help="suffix of the run directory name")
+    p.add_argument(
+        "--resume", nargs="?", const="latest", default=None, metavar="auto|latest|RUN_DIR|CHECKPOINT",
+        help="continue the newest run of the experiment (latest), the newest if any else start fresh (auto), "
+        "or a given run directory or checkpoint file",
+    )
+    p.add_argument("--check_replication_every", type=int, default=None, help="compare all ranks every N iterations")
+    return p
+
+
+@dataclass
+class RunPlan:
+    """Where this run writes and what it resumes from; decided on rank 0 and broadcast."""
+
+    run_dir: str
+    resume_checkpoint: str | None
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and value <= 0:
+        raise ConfigError(f"--{name}={value}: must be a positive integer")
+
+
+def cli_overrides(args: argparse.Namespace) -> list[str]:
+    """Command-line flags expressed as Hydra overrides (they win over the task's defaults)."""
+    _positive("num_envs", args.num_envs)
+    _positive("max_iterations", args.max_iterations)
+    out = []
+    if args.num_envs is not None:
+        out.append(f"env.num_envs={args.num_envs}")
+    if args.max_iterations is not None:
+        out.append(f"agent.max_iterations={args.max_iterations}")
+    if args.seed is not None:
+        out.append(f"seed={args.seed}")
+    if args.run_name is not None:
+        out.append(f"agent.run_name={args.run_name}")
+    if args.check_replication_every is not None:
+        out.append(f"distributed.check_replication_every={args.check_replication_every}")
+    return out
+
+
+def plan_run(log_root: str, experiment: str, run_name: str, resume: str | None) -> RunPlan:
+    """Pick the run directory: a new timestamped one, or the one being resumed. Runs on rank 0 only."""
+    experiment_dir = os.path.join(log_root, experiment)
+    if resume in ("latest", "auto"):
+        run_dir = checkpoint.latest_run(experiment_dir)
+        if run_dir is not None:
+            return RunPlan(run_dir, checkpoint.latest_checkpoint(run_dir))
+        if resume == "latest":
+            raise FileNotFoundError(f"--resume: no run with a checkpoint under {experiment_dir!r}")
+    elif resume is not None:
+        if os.path.isfile(resume):
+            checkpoint.checkpoint_iteration(resume)  # validates the name
+            return RunPlan(os.path.dirname(os.path.abspath(resume)), os.path.abspath(resume))
+        found = checkpoint.latest_checkpoint(resume)
+        if found is None:
+            raise FileNotFoundError(f"--resume={resume!r}: not a checkpoint file nor a run directory with one")
+        return RunPlan(os.path.abspath(resume), found)
+    stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
+    run_dir = os.path.join(experiment_dir, stamp + (f"_{run_name}" if run_name else ""))
+    os.makedirs(run_dir, exist_ok=False)
+    return RunPlan(os.path.abspath(run_dir), None)
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def summary(runner, task_id: str, ctx: DistributedContext, wall_s: float, start_it: int) -> dict:
+    """Whole-job figures: env steps count every rank (num_steps_per_env x num_envs x world_size)."""
+    steps_per_it = runner.cfg["num_steps_per_env"] * runner.env.num_envs * ctx.world_size
+    iterations = runner.current_learning_iteration + 1
+    session_steps = (iterations - start_it) * steps_per_it
+    latest = runner.logger.latest
+    return {
+        "task": task_id,
+        "world_size": ctx.world_size,
+        "num_envs_per_rank": runner.env.num_envs,
+        "iterations": iterations,
+        "session_iterations": iterations - start_it,
+        "total_env_steps": iterations * steps_per_it,
+        "session_env_steps": session_steps,
+        "wall_s": round(wall_s, 3),
+        "env_steps_per_s": round(session_steps / wall_s, 1) if wall_s > 0 else None,
+        "mean_reward": latest.get("Train/mean_reward"),
+        "mean_episode_length": latest.get("Train/mean_episode_length"),
+        "lin_vel_tracking_error": latest.get("Metrics/lin_vel_tracking_error"),
+        "fall_rate": latest.get("Metrics/fall_rate"),
+        "non_finite_resets": latest.get("Metrics/non_finite_total"),
+    }
+
+
+def train(argv: list[str] | None = None) -> dict | None:
+    args, hydra_overrides = build_parser().parse_known_args(argv)
+    if args.list_tasks:
+        for task_id in tasks.list_tasks():
+            print(f"{task_id:40s} {tasks.task_kwargs(task_id)['description']}")
+        return None
+
+    ctx = distributed.read_context() if args.distributed else DistributedContext()
+    device = distributed.resolve_device(args.device, ctx)
+    cfg = compose(args.task, cli_overrides(args) + hydra_overrides)
+    backend = distributed.backend_for(device, cfg.distributed.backend) if ctx.is_distributed else None
+    distributed.initialize(ctx, device, backend, timeout_s=float(cfg.distributed.timeout_s))
+    distributed.check_config_consistency(OmegaConf.to_container(cfg, resolve=True))
+
+    seed = int(cfg.seed) + ctx.rank  # global rank: local ranks repeat across nodes
+    seed_everything(seed)
+    env_cfg = build_env_cfg(args.task, cfg.env)
+    env_cfg.seed, env_cfg.device = seed, device
+    agent = agent_dict(cfg)
+    agent["seed"] = seed
+    plan = distributed.run_on_main(plan_run, args.log_root, agent["experiment_name"], agent["run_name"], args.resume)
+
+    from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
+    from rsl_rl.utils import resolve_callable
+
+    env = VelocityEnv(env_cfg)
+    runner_class = resolve_callable(agent["runner_class_name"])
+    runner = runner_class(
+        env, agent, log_dir=plan.run_dir if ctx.is_main else None, device=device, dist_ctx=ctx,
+        check_replication_every=int(cfg.distributed.check_replication_every),
+        dist_timeout_s=float(cfg.distributed.timeout_s),
+    )
+    if plan.resume_checkpoint:
+        runner.load(plan.resume_checkpoint, map_location=device)
+        print(f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} at iteration {runner.current_learning_iteration}")
+    if ctx.is_main:
+        write_text_atomic(os.path.join(plan.run_dir, "params", "env.yaml"), OmegaConf.to_yaml(OmegaConf.structured(env_cfg)))
+        write_text_atomic(os.path.join(plan.run_dir, "params", "agent.yaml"), OmegaConf.to_yaml(agent))
+        print(f"[robolab] run directory: {plan.run_dir} (world size {ctx.world_size}, device {device})")
+
+    start_it = runner.current_learning_iteration
+    remaining = int(agent["max_iterations"]) - start_it
+    start = time.time()
+    if remaining > 0:
+        runner.learn(num_learning_iterations=remaining, init_at_random_ep_len=start_it == 0)
+    else:
+        runner.current_learning_iteration = start_it - 1
+    result = summary(runner, args.task, ctx, time.time() - start, start_it)
+    if ctx.is_main:
+        write_text_atomic(os.path.join(plan.run_dir, "summary.json"), json.dumps(result, indent=2) + "\n")
+        print(f"[robolab] summary: {json.dumps(result)}")
+    env.close()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        train(argv)
+    except (ConfigError, distributed.DistributedConfigError, FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        distributed.shutdown()
+        return 2
+    distributed.shutdown()
+    return 0

@@ -1,0 +1,326 @@
+"""The one module that talks to ``torch.distributed``.
+
+Everything rank-related goes through here: reading the launcher's variables (torchrun, Slurm, Open MPI),
+validating them before any collective, initialising the process group with a finite timeout, and the
+small set of collectives the runners and algorithms need (broadcast, gradient averaging, running-stat
+merging, scalar reduction, config and replication checks). Other modules never import
+``torch.distributed``; a single-process run never touches it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from rsl_rl.utils import reduce_gradients_in_buckets
+
+DEFAULT_TIMEOUT_S = 300.0
+
+# Launchers and the variables they set: (world size, global rank, local rank). First found wins.
+LAUNCHER_VARIABLES = {
+    "torchrun": ("WORLD_SIZE", "RANK", "LOCAL_RANK"),
+    "slurm": ("SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID"),
+    "openmpi": ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
+}
+
+
+class DistributedConfigError(ValueError):
+    """A launch that cannot work (bad ranks, devices, backend or mismatched config); raised before any hang."""
+
+
+class ReplicationError(RuntimeError):
+    """Ranks hold different parameters or optimiser state."""
+
+
+@dataclass(frozen=True)
+class DistributedContext:
+    """Who this process is in the job. ``world_size == 1`` means single-process."""
+
+    world_size: int = 1
+    rank: int = 0
+    local_rank: int = 0
+    launcher: str = "none"
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def _int_var(env: Mapping[str, str], name: str) -> int:
+    value = env[name]
+    try:
+        return int(value)
+    except ValueError:
+        raise DistributedConfigError(f"{name}={value!r}: must be an integer") from None
+
+
+def read_context(env: Mapping[str, str] | None = None) -> DistributedContext:
+    """Read the rank layout from the first launcher whose variables are set (torchrun, Slurm, Open MPI)."""
+    env = os.environ if env is None else env
+    for launcher, (size_var, rank_var, local_var) in LAUNCHER_VARIABLES.items():
+        if size_var not in env:
+            continue
+        world_size = _int_var(env, size_var)
+        rank = _int_var(env, rank_var) if rank_var in env else 0
+        local_rank = _int_var(env, local_var) if local_var in env else 0
+        ctx = DistributedContext(world_size, rank, local_rank, launcher)
+        validate_ranks(ctx)
+        return ctx
+    return DistributedContext()
+
+
+def validate_ranks(ctx: DistributedContext) -> None:
+    size_var, rank_var, local_var = LAUNCHER_VARIABLES.get(ctx.launcher, ("world_size", "rank", "local_rank"))
+    if ctx.world_size < 1:
+        raise DistributedConfigError(f"{size_var}={ctx.world_size}: must be >= 1")
+    if not 0 <= ctx.rank < ctx.world_size:
+        raise DistributedConfigError(f"{rank_var}={ctx.rank}: must be in [0, {size_var}={ctx.world_size})")
+    if not 0 <= ctx.local_rank < ctx.world_size:
+        raise DistributedConfigError(f"{local_var}={ctx.local_rank}: must be in [0, {size_var}={ctx.world_size})")
+
+
+def resolve_device(requested: str | None, ctx: DistributedContext) -> str:
+    """The device this rank must use: ``cuda:<local_rank>`` for CUDA, ``cpu`` for CPU.
+
+    ``requested`` is the user's ``--device`` (None, ``cpu``, ``cuda`` or ``cuda:N``). In a distributed job an
+    explicit ``cuda:N`` must equal ``cuda:<LOCAL_RANK>``: anything else would put two ranks on one GPU.
+    """
+    if requested is None:
+        requested = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(requested)
+    except RuntimeError:
+        raise DistributedConfigError(f"--device={requested!r}: expected cpu, cuda or cuda:<index>") from None
+    if device.type == "cpu":
+        return "cpu"
+    if device.type != "cuda":
+        raise DistributedConfigError(f"--device={requested!r}: only cpu and cuda devices are supported")
+    visible = torch.cuda.device_count()
+    local_var = LAUNCHER_VARIABLES.get(ctx.launcher, ("", "", "LOCAL_RANK"))[2]
+    if ctx.is_distributed:
+        if ctx.local_rank >= visible:
+            raise DistributedConfigError(
+                f"{local_var}={ctx.local_rank}: only {visible} CUDA device(s) visible to this process"
+            )
+        if device.index is not None and device.index != ctx.local_rank:
+            raise DistributedConfigError(
+                f"--device={requested!r} on {local_var}={ctx.local_rank}: each rank must use cuda:{ctx.local_rank}"
+            )
+        return f"cuda:{ctx.local_rank}"
+    index = 0 if device.index is None else device.index
+    if index >= visible:
+        raise DistributedConfigError(f"--device={requested!r}: only {visible} CUDA device(s) visible")
+    return f"cuda:{index}"
+
+
+def backend_for(device: str, requested: str | None = None) -> str:
+    """``nccl`` for CUDA, ``gloo`` for CPU; an explicit request must fit the device."""
+    natural = "nccl" if device.startswith("cuda") else "gloo"
+    if requested in (None, "", "auto"):
+        return natural
+    if requested not in ("nccl", "gloo"):
+        raise DistributedConfigError(f"distributed backend {requested!r}: allowed are 'nccl', 'gloo', 'auto'")
+    if requested == "nccl" and not device.startswith("cuda"):
+        raise DistributedConfigError(f"distributed backend 'nccl' needs a CUDA device, got --device={device!r}")
+    return requested
+
+
+def initialize(ctx: DistributedContext, device: str, backend: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S):
+    """Create the process group once (no-op when single-process or already initialised)."""
+    if not ctx.is_distributed or dist.is_initialized():
+        return
+    if timeout_s <= 0:
+        raise DistributedConfigError(f"distributed timeout {timeout_s}: must be a positive number of seconds")
+    backend = backend_for(device, backend)
+    # Slurm and Open MPI do not set the rendezvous address torchrun does; default to a single-node setup.
+    os.environ.setdefault("MASTER_ADDR", os.environ.get("SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"))
+    os.environ.setdefault("MASTER_PORT", "29500")
+    if device.startswith("cuda"):
+        torch.cuda.set_device(device)
+    dist.init_process_group(
+        backend=backend,
+        init_method="env://",
+        rank=ctx.rank,
+        world_size=ctx.world_size,
+        timeout=datetime.timedelta(seconds=timeout_s),
+        device_id=torch.device(device) if backend == "nccl" else None,
+    )
+
+
+def is_initialized() -> bool:
+    return dist.is_available() and dist.is_initialized()
+
+
+def shutdown() -> None:
+    if is_initialized():
+        dist.destroy_process_group()
+
+
+def world_size() -> int:
+    return dist.get_world_size() if is_initialized() else 1
+
+
+def rank() -> int:
+    return dist.get_rank() if is_initialized() else 0
+
+
+def barrier() -> None:
+    if is_initialized():
+        dist.barrier()
+
+
+# --- collectives used by runners and algorithms ----------------------------------------------------------
+def broadcast_object(obj: Any, src: int = 0) -> Any:
+    """Send a picklable object from ``src`` to every rank (run-directory paths, resume choices)."""
+    if not is_initialized():
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]
+
+
+def broadcast_module(module: torch.nn.Module, src: int = 0) -> None:
+    """Copy every parameter and buffer (normaliser statistics included) of ``module`` from ``src``."""
+    if not is_initialized():
+        return
+    for tensor in module.state_dict().values():
+        dist.broadcast(tensor, src=src)
+
+
+def broadcast_tensor(tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
+    if is_initialized():
+        dist.broadcast(tensor, src=src)
+    return tensor
+
+
+def average_gradients(params: Iterable[torch.nn.Parameter], bucket_mb: float = 25.0) -> None:
+    """Replace every gradient by its mean over ranks, packing gradients into buckets of ``bucket_mb``."""
+    if is_initialized():
+        reduce_gradients_in_buckets(params, world_size(), bucket_mb)
+
+
+def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
+    if is_initialized():
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
+def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
+    if is_initialized():
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        tensor /= world_size()
+    return tensor
+
+
+def global_mean_std(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and unbiased std of ``x`` over all its elements on all ranks (what one big batch would give)."""
+    stats = torch.stack([x.sum(), x.square().sum(), torch.tensor(float(x.numel()), device=x.device)]).double()
+    all_reduce_sum(stats)
+    total, total_sq, count = stats
+    mean = total / count
+    var = (total_sq - count * mean * mean) / (count - 1).clamp_min(1)
+    return mean.to(x.dtype), var.clamp_min(0).sqrt().to(x.dtype)
+
+
+def merge_running_stats(
+    mean: torch.Tensor, var: torch.Tensor, count: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Combine per-rank (mean, population var, count) into the statistics of the union of all samples."""
+    if not is_initialized():
+        return mean, var, count
+    count_all = all_reduce_sum(count.clone().double())
+    weighted_mean = all_reduce_sum(mean.double() * count.double()) / count_all
+    spread = all_reduce_sum(count.double() * (var.double() + (mean.double() - weighted_mean).square()))
+    return weighted_mean.to(mean.dtype), (spread / count_all).to(var.dtype), count_all.to(count.dtype)
+
+
+def all_gather_object(obj: Any) -> list[Any]:
+    if not is_initialized():
+        return [obj]
+    out: list[Any] = [None] * world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+# --- consistency checks ----------------------------------------------------------------------------------
+def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(tree, Mapping):
+        flat: dict[str, Any] = {}
+        for key, value in tree.items():
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        return flat
+    return {prefix[:-1]: tree}
+
+
+def check_config_consistency(config: Mapping[str, Any], ignore: Iterable[str] = ("seed", "device")) -> None:
+    """Fail on every rank, naming the keys, when ranks were launched with different configs.
+
+    Ranks exchange a digest per key (keys whose last component is in ``ignore`` are skipped: seeds and
+    devices differ by design). A mismatch raises ``DistributedConfigError`` on every rank at once, where a
+    silent mismatch would deadlock or diverge later.
+    """
+    if not is_initialized():
+        return
+    ignored = set(ignore)
+    digests = {
+        key: hashlib.sha256(repr(value).encode()).hexdigest()[:16]
+        for key, value in _flatten(config).items()
+        if key.split(".")[-1] not in ignored
+    }
+    everyone = all_gather_object(digests)
+    differing = sorted(
+        key for key in set().union(*everyone) if len({d.get(key, "<missing>") for d in everyone}) > 1
+    )
+    if differing:
+        shown = ", ".join(differing[:10]) + (f" (+{len(differing) - 10} more)" if len(differing) > 10 else "")
+        raise DistributedConfigError(f"config differs between ranks at: {shown}")
+
+
+def tensor_digest(tensor: torch.Tensor) -> str:
+    return hashlib.sha256(tensor.detach().to("cpu").contiguous().numpy().tobytes()).hexdigest()[:16]
+
+
+def check_replication(named_tensors: Mapping[str, torch.Tensor]) -> None:
+    """Brax-style replication check: every rank must hold bit-identical tensors, else name the first that differs."""
+    if not is_initialized():
+        return
+    digests = [(name, tensor_digest(t)) for name, t in named_tensors.items()]
+    everyone = all_gather_object(digests)
+    reference = everyone[0]
+    for other_rank, theirs in enumerate(everyone[1:], start=1):
+        if [n for n, _ in theirs] != [n for n, _ in reference]:
+            raise ReplicationError(f"rank {other_rank} holds a different set of tensors than rank 0")
+        for (name, ours), (_, other) in zip(reference, theirs):
+            if ours != other:
+                raise ReplicationError(f"replication check failed: '{name}' differs between rank 0 and rank {other_rank}")
+
+
+def run_on_main(fn, *args, **kwargs):
+    """Run ``fn`` on rank 0 only and hand its result to every rank.
+
+    If ``fn`` raises on rank 0, every rank raises the same error (rank 0 would otherwise leave the others
+    blocked in the broadcast until the timeout).
+    """
+    if not is_initialized():
+        return fn(*args, **kwargs)
+    outcome = None
+    if rank() == 0:
+        try:
+            outcome = ("ok", fn(*args, **kwargs))
+        except Exception as err:  # forwarded to every rank below
+            outcome = ("error", (type(err), str(err)))
+    status, payload = broadcast_object(outcome)
+    if status == "error":
+        err_type, message = payload
+        raise err_type(message) if issubclass(err_type, (ValueError, FileNotFoundError)) else RuntimeError(message)
+    return payload

@@ -1,0 +1,67 @@
+"""The physics-backend interface the velocity MDP is written against.
+
+A backend owns ``num_envs`` copies of one robot model and advances them together. Everything it hands
+back is a torch tensor on ``device`` (float32), so the MDP never sees numpy, JAX or MuJoCo structs and a
+GPU backend can replace the CPU one without touching the MDP.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+
+from robolab.assets import RobotModel
+
+
+class PhysicsBackend(ABC):
+    num_envs: int
+    device: torch.device
+    robot: RobotModel
+
+    @abstractmethod
+    def step(self, joint_targets: torch.Tensor, decimation: int) -> None:
+        """Hold PD targets (num_envs, num_joints; policy order) for ``decimation`` physics steps."""
+
+    @property
+    @abstractmethod
+    def qpos(self) -> torch.Tensor:
+        """Generalised positions (num_envs, nq): base position, base quaternion (w, x, y, z), joints."""
+
+    @property
+    @abstractmethod
+    def qvel(self) -> torch.Tensor:
+        """Generalised velocities (num_envs, nv): base linear (world), base angular (body), joints."""
+
+    @abstractmethod
+    def contact_forces(self, group: str) -> torch.Tensor:
+        """Peak contact-force norm over the last control step, (num_envs, bodies in group).
+
+        ``group`` is ``"foot"``, ``"undesired"`` or ``"termination"`` (the bodies named in ``RobotCfg``).
+        """
+
+    @property
+    @abstractmethod
+    def joint_torques(self) -> torch.Tensor:
+        """Actuator torques at the last physics step (num_envs, num_joints; policy order)."""
+
+    @property
+    @abstractmethod
+    def non_finite(self) -> torch.Tensor:
+        """Bool mask (num_envs,) of envs whose state went non-finite during the last step."""
+
+    @abstractmethod
+    def reset(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Set the state of ``env_ids`` (and clear their sensor readings and non-finite flag)."""
+
+    @abstractmethod
+    def set_base_velocity(self, env_ids: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:
+        """Overwrite the world-frame horizontal base velocity of ``env_ids`` (pushes)."""
+
+    @abstractmethod
+    def set_friction(self, env_ids: torch.Tensor, friction: torch.Tensor) -> None:
+        """Set the sliding friction coefficient of ground and robot contacts per env."""
+
+    @abstractmethod
+    def set_added_base_mass(self, env_ids: torch.Tensor, added_mass: torch.Tensor) -> None:
+        """Add ``added_mass`` kg to the nominal base mass per env."""

@@ -1,0 +1,125 @@
+"""MuJoCo C backend: every env stepped by ``mujoco.rollout`` worker threads on the CPU.
+
+The full physics state of all envs lives in one float64 array (num_envs, nstate); one ``rollout`` call
+per control step advances all of them for ``decimation`` physics steps on a thread pool, so the hot path
+has no per-env Python. Per-env models carry the randomised friction and base mass.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import mujoco
+import numpy as np
+import torch
+from mujoco import rollout
+
+from robolab.assets import RobotModel
+from robolab.envs.backends.base import PhysicsBackend
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+class MujocoBackend(PhysicsBackend):
+    def __init__(self, robot: RobotModel, num_envs: int, num_threads: int | None = None, device: str = "cpu"):
+        self.robot = robot
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        model = robot.model
+        self.num_threads = usable_cores() if num_threads is None else num_threads
+        if self.num_threads < 0:
+            raise ValueError(f"env.backend.num_threads={num_threads}: must be >= 0 (0 = calling thread only)")
+        # One model per env so friction and mass can differ per env; mujoco.rollout takes the list as is.
+        self._models = [copy.copy(model) for _ in range(num_envs)]
+        self._datas = [mujoco.MjData(model) for _ in range(max(1, self.num_threads))]
+        self._pool = rollout.Rollout(nthread=self.num_threads)
+        self._nominal_base_mass = float(model.body_mass[robot.base_body_id])
+
+        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS.value
+        self._nstate = mujoco.mj_stateSize(model, spec)
+        self._qpos_slice = slice(1, 1 + model.nq)  # state rows: time, qpos, qvel, act, ...
+        self._qvel_slice = slice(1 + model.nq, 1 + model.nq + model.nv)
+        data = mujoco.MjData(model)
+        initial = np.empty(self._nstate)
+        mujoco.mj_getState(model, data, initial, spec)
+        self._state = np.tile(initial, (num_envs, 1))
+        self._ctrl = np.zeros((num_envs, 1, model.nu))
+        self._out_state: np.ndarray | None = None
+        self._sensor = np.zeros((num_envs, 1, model.nsensordata))
+        self._non_finite = np.zeros(num_envs, dtype=bool)
+
+    # --- stepping -------------------------------------------------------------------------------------
+    def step(self, joint_targets: torch.Tensor, decimation: int) -> None:
+        if self._out_state is None or self._out_state.shape[1] != decimation:
+            self._out_state = np.empty((self.num_envs, decimation, self._nstate))
+            self._sensor = np.empty((self.num_envs, decimation, self.robot.model.nsensordata))
+            self._ctrl = np.zeros((self.num_envs, decimation, self.robot.model.nu))
+        self._ctrl[:, :, self.robot.actuator_ids] = joint_targets.detach().to("cpu", torch.float64).numpy()[:, None]
+        self._pool.rollout(
+            self._models, self._datas, self._state, self._ctrl, nstep=decimation,
+            state=self._out_state, sensordata=self._sensor, skip_checks=True,
+            initial_warmstart=None, control_spec=mujoco.mjtState.mjSTATE_CTRL.value, chunk_size=None,
+        )
+        self._state[:] = self._out_state[:, -1]
+        # A row that diverged mid-step stays non-finite (autoreset is off); flag it for the MDP to reset.
+        self._non_finite = ~(np.isfinite(self._state).all(axis=1) & np.isfinite(self._sensor).all(axis=(1, 2)))
+
+    # --- reads ----------------------------------------------------------------------------------------
+    def _torch(self, array: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32)).to(self.device)
+
+    @property
+    def qpos(self) -> torch.Tensor:
+        return self._torch(self._state[:, self._qpos_slice])
+
+    @property
+    def qvel(self) -> torch.Tensor:
+        return self._torch(self._state[:, self._qvel_slice])
+
+    def contact_forces(self, group: str) -> torch.Tensor:
+        adr = getattr(self.robot, f"{group}_sensor_adr")
+        forces = self._sensor[:, :, adr[:, None] + np.arange(3)]  # (N, decimation, bodies, 3)
+        return self._torch(np.linalg.norm(forces, axis=-1).max(axis=1))
+
+    @property
+    def joint_torques(self) -> torch.Tensor:
+        return self._torch(self._sensor[:, -1, self.robot.torque_sensor_adr])
+
+    @property
+    def non_finite(self) -> torch.Tensor:
+        return torch.from_numpy(self._non_finite.copy()).to(self.device)
+
+    # --- writes ---------------------------------------------------------------------------------------
+    def reset(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        ids = env_ids.cpu().numpy()
+        rows = self._state[ids]
+        rows[:] = 0.0  # time, actuator activations and everything else start from zero
+        rows[:, self._qpos_slice] = qpos.cpu().double().numpy()
+        rows[:, self._qvel_slice] = qvel.cpu().double().numpy()
+        self._state[ids] = rows
+        self._sensor[ids] = 0.0
+        self._non_finite[ids] = False
+
+    def set_base_velocity(self, env_ids: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:
+        ids = env_ids.cpu().numpy()
+        start = self._qvel_slice.start
+        self._state[ids, start : start + 2] = lin_vel_xy.cpu().double().numpy()
+
+    def set_friction(self, env_ids: torch.Tensor, friction: torch.Tensor) -> None:
+        for i, mu in zip(env_ids.tolist(), friction.tolist()):
+            self._models[i].geom_friction[:, 0] = mu
+
+    def set_added_base_mass(self, env_ids: torch.Tensor, added_mass: torch.Tensor) -> None:
+        body = self.robot.base_body_id
+        for i, dm in zip(env_ids.tolist(), added_mass.tolist()):
+            self._models[i].body_mass[body] = self._nominal_base_mass + dm
+
+    def corrupt(self, env_ids: torch.Tensor) -> None:
+        """Make the state of ``env_ids`` non-finite (tests and fault injection)."""
+        self._state[env_ids.cpu().numpy(), self._qvel_slice] = np.nan
+
+    def close(self) -> None:
+        self._pool.close()

@@ -1,0 +1,262 @@
+"""Velocity-tracking locomotion env: the MDP in torch over a ``PhysicsBackend``; an rsl_rl ``VecEnv``."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from rsl_rl.env import VecEnv
+from tensordict import TensorDict
+
+from robolab.assets import load_robot
+from robolab.envs import mdp
+from robolab.envs.backends import make_backend
+from robolab.envs.math import heading, quat_rotate, wrap_to_pi, yaw_quat
+from robolab.envs.velocity_env_cfg import VelocityEnvCfg
+
+REWARD_TERMS = (
+    "track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "joint_torques",
+    "joint_acc", "action_rate", "feet_air_time", "undesired_contacts", "flat_orientation",
+)
+
+
+class VelocityEnv(VecEnv):
+    """Flat-ground velocity tracking for a legged robot, in the spirit of Isaac Lab's flat velocity task."""
+
+    def __init__(self, cfg: VelocityEnvCfg):
+        if cfg.num_envs <= 0:
+            raise ValueError(f"num_envs={cfg.num_envs}: must be a positive integer")
+        if cfg.decimation <= 0 or cfg.sim_dt <= 0:
+            raise ValueError(f"env.decimation={cfg.decimation}, env.sim_dt={cfg.sim_dt}: both must be positive")
+        self.cfg = cfg
+        self.num_envs = cfg.num_envs
+        self.device = torch.device(cfg.device)
+        self.step_dt = cfg.step_dt
+        self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt)
+
+        self.robot = load_robot(cfg.robot, timestep=cfg.sim_dt)
+        self.backend = make_backend(cfg.backend.name, self.robot, cfg.num_envs, cfg.device, cfg.backend.num_threads)
+        self.num_actions = len(cfg.robot.joint_names)
+        self._qpos_adr = torch.as_tensor(self.robot.qpos_adr, device=self.device)
+        self._dof_adr = torch.as_tensor(self.robot.dof_adr, device=self.device)
+        self.default_joint_pos = torch.tensor(cfg.robot.default_joint_pos, device=self.device)
+        limits = torch.as_tensor(self.robot.joint_limits, dtype=torch.float32, device=self.device)
+        self._joint_lo, self._joint_hi = limits[:, 0], limits[:, 1]
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(cfg.seed)
+
+        self._allocate_buffers()
+        self._randomise_physics(torch.arange(self.num_envs, device=self.device))
+        self._reset_envs(torch.arange(self.num_envs, device=self.device))
+        self._refresh_state()
+        self._obs = self._compute_observations(torch.zeros(self.num_envs, 4, device=self.device))
+
+    # --- rsl_rl VecEnv --------------------------------------------------------------------------------
+    def get_observations(self) -> TensorDict:
+        return self._obs
+
+    def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
+        actions = actions.to(self.device).clamp(-self.cfg.clip_actions, self.cfg.clip_actions)
+        self.actions = actions
+        self.backend.step(self.default_joint_pos + self.cfg.action_scale * actions, self.cfg.decimation)
+
+        non_finite = self.backend.non_finite
+        prev_joint_vel = self.state.joint_vel
+        self._refresh_state()
+        self.episode_length_buf += 1
+        self._update_commands()
+        foot_contact = self.backend.contact_forces("foot") > self.cfg.terminations.contact_force_threshold
+        first_contact = self._update_air_time(foot_contact)
+
+        fell = self._fell() | non_finite
+        time_out = self.episode_length_buf >= self.max_episode_length
+        rewards = self._compute_rewards(prev_joint_vel, first_contact)
+        rewards = torch.where(non_finite, torch.zeros_like(rewards), rewards)
+        self._track_metrics(non_finite)
+
+        dones = fell | time_out
+        extras = {"time_outs": time_out & ~fell, "log": {}}
+        done_ids = dones.nonzero(as_tuple=False).squeeze(-1)
+        if len(done_ids) > 0:
+            self._log_episodes(extras["log"], done_ids, fell, non_finite)
+            self._reset_envs(done_ids)
+            self._refresh_state()
+        self._apply_pushes()
+        self.last_actions = actions.clone()
+        self.last_actions[done_ids] = 0.0
+        self._obs = self._compute_observations(foot_contact.float())
+        return self._obs, rewards, dones.long(), extras
+
+    # --- buffers ----------------------------------------------------------------------------------------
+    def _allocate_buffers(self) -> None:
+        n, j, dev = self.num_envs, self.num_actions, self.device
+        self.episode_length_buf = torch.zeros(n, dtype=torch.long, device=dev)
+        self.actions = torch.zeros(n, j, device=dev)
+        self.last_actions = torch.zeros(n, j, device=dev)
+        self.commands = torch.zeros(n, 3, device=dev)
+        self.heading_target = torch.zeros(n, device=dev)
+        self.command_timer = torch.zeros(n, device=dev)
+        self.push_timer = torch.zeros(n, device=dev)
+        n_feet = len(self.cfg.robot.foot_bodies)
+        self.feet_air_time = torch.zeros(n, n_feet, device=dev)
+        self.last_air_time = torch.zeros(n, n_feet, device=dev)
+        self.last_contact = torch.zeros(n, n_feet, dtype=torch.bool, device=dev)
+        self.friction = torch.ones(n, device=dev)
+        self.added_base_mass = torch.zeros(n, device=dev)
+        self.episode_sums = {name: torch.zeros(n, device=dev) for name in REWARD_TERMS}
+        self.episode_tracking_error = torch.zeros(n, device=dev)
+        self.episode_steps = torch.zeros(n, device=dev)  # steps actually run (episode_length_buf may start random)
+        self.non_finite_count = 0
+
+    def _uniform(self, low, high, *shape) -> torch.Tensor:
+        r = torch.rand(*shape, generator=self.generator, device=self.device)
+        return low + (high - low) * r
+
+    # --- state, commands, events -------------------------------------------------------------------------
+    def _refresh_state(self) -> None:
+        qpos = torch.nan_to_num(self.backend.qpos)  # diverged rows are zeroed here and reset this step
+        qvel = torch.nan_to_num(self.backend.qvel)
+        self.state = mdp.RobotState.from_generalised(qpos, qvel, self._qpos_adr, self._dof_adr)
+
+    def _resample_commands(self, env_ids: torch.Tensor) -> None:
+        c, n = self.cfg.commands, len(env_ids)
+        cmd = torch.stack(
+            [self._uniform(*c.lin_vel_x, n), self._uniform(*c.lin_vel_y, n), self._uniform(*c.ang_vel_z, n)], dim=1
+        )
+        standing = torch.rand(n, generator=self.generator, device=self.device) < c.standing_fraction
+        cmd[standing] = 0.0
+        self.commands[env_ids] = cmd
+        self.heading_target[env_ids] = self._uniform(*c.heading, n)
+        self.command_timer[env_ids] = c.resampling_time_s
+
+    def _update_commands(self) -> None:
+        self.command_timer -= self.step_dt
+        expired = (self.command_timer <= 0).nonzero(as_tuple=False).squeeze(-1)
+        if len(expired) > 0:
+            self._resample_commands(expired)
+        c = self.cfg.commands
+        if c.heading_command:
+            moving = self.commands.abs().sum(dim=1) > 0  # standing envs keep a zero yaw rate
+            error = wrap_to_pi(self.heading_target - heading(self.state.base_quat))
+            yaw_rate = (c.heading_stiffness * error).clamp(c.ang_vel_z[0], c.ang_vel_z[1])
+            self.commands[:, 2] = torch.where(moving, yaw_rate, self.commands[:, 2])
+
+    def _update_air_time(self, contact: torch.Tensor) -> torch.Tensor:
+        first_contact = (self.feet_air_time > 0) & contact
+        self.feet_air_time += self.step_dt
+        self.last_air_time = torch.where(first_contact, self.feet_air_time, self.last_air_time)
+        self.feet_air_time = torch.where(contact, torch.zeros_like(self.feet_air_time), self.feet_air_time)
+        self.last_contact = contact
+        return first_contact
+
+    def _randomise_physics(self, env_ids: torch.Tensor) -> None:
+        """Startup randomisation of friction and base mass (per env, fixed for the run)."""
+        e, n = self.cfg.events, len(env_ids)
+        self.friction[env_ids] = self._uniform(*e.friction, n)
+        self.added_base_mass[env_ids] = self._uniform(*e.added_base_mass, n)
+        self.backend.set_friction(env_ids, self.friction[env_ids])
+        self.backend.set_added_base_mass(env_ids, self.added_base_mass[env_ids])
+
+    def _reset_envs(self, env_ids: torch.Tensor) -> None:
+        e, n = self.cfg.events, len(env_ids)
+        nq = self.robot.model.nq
+        qpos = torch.zeros(n, nq, device=self.device)
+        qpos[:, 2] = self.cfg.robot.init_base_height
+        qpos[:, 3:7] = yaw_quat(self._uniform(*e.reset_base_yaw, n))
+        scale = self._uniform(*e.reset_joint_pos_scale, n, self.num_actions)
+        joint_pos = torch.clamp(self.default_joint_pos * scale, self._joint_lo, self._joint_hi)
+        qpos[:, self._qpos_adr] = joint_pos
+        qvel = torch.zeros(n, self.robot.model.nv, device=self.device)
+        qvel[:, :6] = self._uniform(-e.reset_base_vel, e.reset_base_vel, n, 6)
+        self.backend.reset(env_ids, qpos, qvel)
+
+        self.episode_length_buf[env_ids] = 0
+        self.last_actions[env_ids] = 0.0
+        self.feet_air_time[env_ids] = 0.0
+        self.last_air_time[env_ids] = 0.0
+        self.last_contact[env_ids] = False
+        for sums in self.episode_sums.values():
+            sums[env_ids] = 0.0
+        self.episode_tracking_error[env_ids] = 0.0
+        self.episode_steps[env_ids] = 0.0
+        self._resample_commands(env_ids)
+        self.push_timer[env_ids] = self._uniform(*e.push_interval_s, n)
+
+    def _apply_pushes(self) -> None:
+        self.push_timer -= self.step_dt
+        due = (self.push_timer <= 0).nonzero(as_tuple=False).squeeze(-1)
+        if len(due) == 0:
+            return
+        e = self.cfg.events
+        push = self._uniform(-e.push_vel_xy, e.push_vel_xy, len(due), 2)
+        world_vel = quat_rotate(self.state.base_quat[due], self.state.base_lin_vel[due])
+        self.backend.set_base_velocity(due, world_vel[:, :2] + push)
+        self.push_timer[due] = self._uniform(*e.push_interval_s, len(due))
+
+    # --- terminations, rewards, observations ---------------------------------------------------------
+    def _fell(self) -> torch.Tensor:
+        t = self.cfg.terminations
+        body_contact = (self.backend.contact_forces("termination") > t.contact_force_threshold).any(dim=1)
+        return body_contact | (self.state.base_pos[:, 2] < t.min_base_height)
+
+    def _reward_terms(self, prev_joint_vel: torch.Tensor, first_contact: torch.Tensor) -> dict[str, torch.Tensor]:
+        s, r = self.state, self.cfg.rewards
+        return {
+            "track_lin_vel_xy": mdp.track_lin_vel_xy_exp(self.commands, s.base_lin_vel, r.tracking_std),
+            "track_ang_vel_z": mdp.track_ang_vel_z_exp(self.commands, s.base_ang_vel, r.tracking_std),
+            "lin_vel_z": mdp.lin_vel_z_l2(s.base_lin_vel),
+            "ang_vel_xy": mdp.ang_vel_xy_l2(s.base_ang_vel),
+            "joint_torques": mdp.l2(torch.nan_to_num(self.backend.joint_torques)),
+            "joint_acc": mdp.l2((s.joint_vel - prev_joint_vel) / self.step_dt),
+            "action_rate": mdp.l2(self.actions - self.last_actions),
+            "feet_air_time": mdp.feet_air_time(
+                self.last_air_time, first_contact, self.commands, r.feet_air_time_threshold
+            ),
+            "undesired_contacts": mdp.undesired_contacts(
+                self.backend.contact_forces("undesired"), self.cfg.terminations.contact_force_threshold
+            ),
+            "flat_orientation": mdp.flat_orientation_l2(s.projected_gravity),
+        }
+
+    def _compute_rewards(self, prev_joint_vel: torch.Tensor, first_contact: torch.Tensor) -> torch.Tensor:
+        total = torch.zeros(self.num_envs, device=self.device)
+        for name, value in self._reward_terms(prev_joint_vel, first_contact).items():
+            weighted = torch.nan_to_num(value) * getattr(self.cfg.rewards, name) * self.step_dt
+            self.episode_sums[name] += weighted
+            total += weighted
+        return total
+
+    def _track_metrics(self, non_finite: torch.Tensor) -> None:
+        error = mdp.lin_vel_tracking_error(self.commands, self.state.base_lin_vel)
+        self.episode_tracking_error += torch.where(non_finite, torch.zeros_like(error), error)
+        self.episode_steps += 1
+        self.non_finite_count += int(non_finite.sum())
+
+    def _log_episodes(self, log: dict, done_ids: torch.Tensor, fell: torch.Tensor, non_finite: torch.Tensor) -> None:
+        for name, sums in self.episode_sums.items():
+            log[f"Episode_Reward/{name}"] = sums[done_ids].mean() / self.cfg.episode_length_s
+        steps = self.episode_steps[done_ids].clamp_min(1)
+        log["Metrics/lin_vel_tracking_error"] = (self.episode_tracking_error[done_ids] / steps).mean()
+        log["Metrics/fall_rate"] = fell[done_ids].float().mean()
+        log["Episode_Termination/fell"] = fell[done_ids].float().sum()
+        log["Episode_Termination/time_out"] = (~fell[done_ids]).float().sum()
+        log["Episode_Termination/non_finite"] = non_finite[done_ids].float().sum()
+        log["Metrics/non_finite_total"] = float(self.non_finite_count)
+
+    def _noise(self, x: torch.Tensor, scale: float) -> torch.Tensor:
+        if not self.cfg.noise.enabled or scale == 0.0:
+            return x
+        return x + self._uniform(-scale, scale, *x.shape)
+
+    def _compute_observations(self, foot_contact: torch.Tensor) -> TensorDict:
+        s, nz = self.state, self.cfg.noise
+        joint_pos = s.joint_pos - self.default_joint_pos
+        clean = [s.base_lin_vel, s.base_ang_vel, s.projected_gravity, self.commands, joint_pos, s.joint_vel]
+        noise = [nz.base_lin_vel, nz.base_ang_vel, nz.projected_gravity, 0.0, nz.joint_pos, nz.joint_vel]
+        policy = torch.cat([self._noise(x, k) for x, k in zip(clean, noise)] + [self.last_actions], dim=1)
+        privileged = [self.friction[:, None], self.added_base_mass[:, None], foot_contact]
+        critic = torch.cat(clean + [self.last_actions] + privileged, dim=1)
+        return TensorDict({"policy": policy, "critic": critic}, batch_size=[self.num_envs], device=self.device)
+
+    def close(self) -> None:
+        self.backend.close()

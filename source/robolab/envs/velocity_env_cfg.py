@@ -1,0 +1,102 @@
+"""Typed config of the velocity-tracking MDP. Hydra ``env.*`` overrides land on these dataclasses."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from robolab.assets.robot_cfg import RobotCfg
+
+
+@dataclass
+class CommandsCfg:
+    resampling_time_s: float = 10.0
+    lin_vel_x: tuple[float, float] = (-1.0, 1.0)
+    lin_vel_y: tuple[float, float] = (-1.0, 1.0)
+    ang_vel_z: tuple[float, float] = (-1.0, 1.0)
+    standing_fraction: float = 0.02
+    """Share of envs whose command is all zeros (stand still)."""
+    heading_command: bool = False
+    """Sample a target heading and derive the yaw-rate command from the heading error."""
+    heading: tuple[float, float] = (-math.pi, math.pi)
+    heading_stiffness: float = 0.5
+
+
+@dataclass
+class NoiseCfg:
+    """Uniform noise half-widths added to the ``policy`` group (the ``critic`` group is noise-free)."""
+
+    enabled: bool = True
+    base_lin_vel: float = 0.1
+    base_ang_vel: float = 0.2
+    projected_gravity: float = 0.05
+    joint_pos: float = 0.01
+    joint_vel: float = 1.5
+
+
+@dataclass
+class RewardsCfg:
+    """Weights (multiplied by the control dt, as in Isaac Lab) and kernel parameters."""
+
+    track_lin_vel_xy: float = 1.5
+    track_ang_vel_z: float = 0.75
+    lin_vel_z: float = -2.0
+    ang_vel_xy: float = -0.05
+    joint_torques: float = -2.0e-4
+    joint_acc: float = -2.5e-7
+    action_rate: float = -0.01
+    feet_air_time: float = 0.25
+    undesired_contacts: float = -1.0
+    flat_orientation: float = -2.5
+    tracking_std: float = 0.5
+    """Std of the exp tracking kernels: exp(-err^2 / std^2)."""
+    feet_air_time_threshold: float = 0.5
+
+
+@dataclass
+class TerminationsCfg:
+    min_base_height: float = 0.12
+    contact_force_threshold: float = 1.0
+    """Newtons on a termination body (or an undesired body) that count as a contact."""
+
+
+@dataclass
+class EventsCfg:
+    reset_base_yaw: tuple[float, float] = (-math.pi, math.pi)
+    reset_joint_pos_scale: tuple[float, float] = (0.5, 1.5)
+    reset_base_vel: float = 0.5
+    """Half-width of the uniform initial base linear and angular velocity."""
+    friction: tuple[float, float] = (0.4, 1.25)
+    added_base_mass: tuple[float, float] = (-1.0, 3.0)
+    push_interval_s: tuple[float, float] = (10.0, 15.0)
+    push_vel_xy: float = 0.5
+
+
+@dataclass
+class BackendCfg:
+    name: str = "mujoco"
+    num_threads: int | None = None
+    """Worker threads for the mujoco backend; None = the cores this process may use."""
+
+
+@dataclass
+class VelocityEnvCfg:
+    num_envs: int = 1024
+    seed: int = 42
+    device: str = "cpu"
+    sim_dt: float = 0.005
+    decimation: int = 4
+    episode_length_s: float = 20.0
+    action_scale: float = 0.25
+    clip_actions: float = 100.0
+    robot: RobotCfg = field(default_factory=RobotCfg)
+    backend: BackendCfg = field(default_factory=BackendCfg)
+    commands: CommandsCfg = field(default_factory=CommandsCfg)
+    noise: NoiseCfg = field(default_factory=NoiseCfg)
+    rewards: RewardsCfg = field(default_factory=RewardsCfg)
+    terminations: TerminationsCfg = field(default_factory=TerminationsCfg)
+    events: EventsCfg = field(default_factory=EventsCfg)
+
+    @property
+    def step_dt(self) -> float:
+        return self.sim_dt * self.decimation

@@ -1,0 +1,5 @@
+"""Runners: rsl_rl subclasses that take a ``DistributedContext`` and keep every rank identical."""
+
+from robolab.runners.on_policy_runner import OnPolicyRunner
+
+__all__ = ["OnPolicyRunner"]

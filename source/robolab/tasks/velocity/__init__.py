@@ -1,0 +1,3 @@
+"""Velocity-tracking tasks, one robot per folder."""
+
+from robolab.tasks.velocity import go2  # noqa: F401

@@ -1,0 +1,10 @@
+"""Go2-class quadruped on flat ground, simulated by the embedded MuJoCo backend."""
+
+from robolab.tasks.registry import register_task
+
+register_task(
+    "RoboLab-Velocity-Flat-Go2-v0",
+    env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2FlatEnvCfg",
+    hydra_task="go2_flat",
+    description="Go2-class quadruped, flat ground, velocity tracking (embedded MuJoCo, CPU)",
+)
