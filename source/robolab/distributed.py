@@ -222,6 +222,17 @@ def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
 
 
+def any_rank(flag: bool) -> bool:
+    """True on every rank if ``flag`` is true on any rank (stop requests, early exits)."""
+    if not is_initialized():
+        return flag
+    t = torch.tensor([1.0 if flag else 0.0])
+    if dist.get_backend() == "nccl":
+        t = t.cuda()
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item() > 0)
+
+
 def global_mean_std(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean and unbiased std of ``x`` over all its elements on all ranks (what one big batch would give)."""
     stats = torch.stack([x.sum(), x.square().sum(), torch.tensor(float(x.numel()), device=x.device)]).double()

@@ -9,9 +9,11 @@ gloo) and seed ``base + global rank``; rank 0 alone creates the run directory an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from omegaconf import OmegaConf
 from robolab import checkpoint, distributed, tasks
 from robolab.config import ConfigError, agent_dict, build_env_cfg, compose
 from robolab.distributed import DistributedContext
+from robolab.runners import TrainingStopped
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,6 +144,22 @@ def summary(runner, task_id: str, ctx: DistributedContext, wall_s: float, start_
     }
 
 
+@contextlib.contextmanager
+def stop_on_signals(runner):
+    """SIGTERM (Slurm pre-emption, ``timeout``) and SIGINT end training after the current iteration, saved."""
+
+    def request_stop(signum, _frame):
+        print(f"[robolab] received {signal.Signals(signum).name}: stopping after this iteration")
+        runner.stop_requested = True
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def train(argv: list[str] | None = None) -> dict | None:
     args, hydra_overrides = build_parser().parse_known_args(argv)
     if args.list_tasks:
@@ -184,11 +203,18 @@ def train(argv: list[str] | None = None) -> dict | None:
     start_it = runner.current_learning_iteration
     remaining = int(agent["max_iterations"]) - start_it
     start = time.time()
-    if remaining > 0:
-        runner.learn(num_learning_iterations=remaining, init_at_random_ep_len=start_it == 0)
-    else:
-        runner.current_learning_iteration = start_it - 1
+    stopped = False
+    with stop_on_signals(runner):
+        try:
+            if remaining > 0:
+                runner.learn(num_learning_iterations=remaining, init_at_random_ep_len=start_it == 0)
+            else:
+                runner.current_learning_iteration = start_it - 1
+        except TrainingStopped as stop:
+            print(f"[robolab] rank {ctx.rank}: {stop}; checkpoint written, writing summary")
+            stopped = True
     result = summary(runner, args.task, ctx, time.time() - start, start_it)
+    result["stopped_early"] = stopped
     if ctx.is_main:
         write_text_atomic(os.path.join(plan.run_dir, "summary.json"), json.dumps(result, indent=2) + "\n")
         print(f"[robolab] summary: {json.dumps(result)}")

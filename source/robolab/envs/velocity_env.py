@@ -106,6 +106,7 @@ class VelocityEnv(VecEnv):
         self.episode_sums = {name: torch.zeros(n, device=dev) for name in REWARD_TERMS}
         self.episode_tracking_error = torch.zeros(n, device=dev)
         self.episode_steps = torch.zeros(n, device=dev)  # steps actually run (episode_length_buf may start random)
+        self.last_tracking_error = torch.zeros(n, device=dev)
         self.non_finite_count = 0
 
     def _uniform(self, low, high, *shape) -> torch.Tensor:
@@ -228,6 +229,7 @@ class VelocityEnv(VecEnv):
 
     def _track_metrics(self, non_finite: torch.Tensor) -> None:
         error = mdp.lin_vel_tracking_error(self.commands, self.state.base_lin_vel)
+        self.last_tracking_error = torch.where(non_finite, torch.zeros_like(error), error)
         self.episode_tracking_error += torch.where(non_finite, torch.zeros_like(error), error)
         self.episode_steps += 1
         self.non_finite_count += int(non_finite.sum())

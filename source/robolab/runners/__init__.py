@@ -1,5 +1,5 @@
 """Runners: rsl_rl subclasses that take a ``DistributedContext`` and keep every rank identical."""
 
-from robolab.runners.on_policy_runner import OnPolicyRunner
+from robolab.runners.on_policy_runner import OnPolicyRunner, TrainingStopped
 
-__all__ = ["OnPolicyRunner"]
+__all__ = ["OnPolicyRunner", "TrainingStopped"]

@@ -11,6 +11,8 @@ What this subclass changes, and why:
 
 from __future__ import annotations
 
+import os
+
 import torch
 from rsl_rl.env import VecEnv
 from rsl_rl.runners import OnPolicyRunner as RslRlOnPolicyRunner
@@ -18,6 +20,14 @@ from rsl_rl.runners import OnPolicyRunner as RslRlOnPolicyRunner
 from robolab import checkpoint, distributed
 from robolab.distributed import DistributedContext
 from robolab.runners.logger import Logger
+
+
+class TrainingStopped(Exception):
+    """Raised out of ``learn()`` after a requested stop (SIGTERM/SIGINT) once the checkpoint is on disk."""
+
+    def __init__(self, iteration: int):
+        super().__init__(f"training stopped after iteration {iteration}")
+        self.iteration = iteration
 
 
 class OnPolicyRunner(RslRlOnPolicyRunner):
@@ -47,7 +57,10 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             gpu_global_rank=self.gpu_global_rank,
             device=self.device,
         )
+        self.stop_requested = False
+        """Set (e.g. by a signal handler) to end training cleanly after the current iteration."""
         self.logger.iteration_hooks.append(self._maybe_check_replication)
+        self.logger.iteration_hooks.append(self._maybe_stop)
 
     def _configure_multi_gpu(self) -> None:
         ctx = self.dist_ctx
@@ -74,6 +87,15 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
 
     def check_replication(self) -> None:
         distributed.check_replication(self.alg.replication_tensors())
+
+    def _maybe_stop(self, it: int) -> None:
+        # Every rank must leave at the same iteration, so the request is agreed on collectively.
+        if distributed.any_rank(self.stop_requested):
+            self.current_learning_iteration = it
+            if self.logger.writer is not None:
+                self.save(os.path.join(self.logger.log_dir, f"model_{it}.pt"))
+                self.logger.stop_logging_writer()
+            raise TrainingStopped(it)
 
     # --- checkpoints ------------------------------------------------------------------------------------
     def _rng_state(self) -> dict:

@@ -50,6 +50,7 @@ class MujocoBackend(PhysicsBackend):
         self._out_state: np.ndarray | None = None
         self._sensor = np.zeros((num_envs, 1, model.nsensordata))
         self._non_finite = np.zeros(num_envs, dtype=bool)
+        self._render_data: mujoco.MjData | None = None
 
     # --- stepping -------------------------------------------------------------------------------------
     def step(self, joint_targets: torch.Tensor, decimation: int) -> None:
@@ -116,6 +117,15 @@ class MujocoBackend(PhysicsBackend):
         body = self.robot.base_body_id
         for i, dm in zip(env_ids.tolist(), added_mass.tolist()):
             self._models[i].body_mass[body] = self._nominal_base_mass + dm
+
+    def render_data(self, env_id: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        """Model and a forward-computed MjData of one env, for rendering."""
+        model = self._models[env_id]
+        if self._render_data is None:
+            self._render_data = mujoco.MjData(model)
+        mujoco.mj_setState(model, self._render_data, self._state[env_id], mujoco.mjtState.mjSTATE_FULLPHYSICS.value)
+        mujoco.mj_forward(model, self._render_data)
+        return model, self._render_data
 
     def corrupt(self, env_ids: torch.Tensor) -> None:
         """Make the state of ``env_ids`` non-finite (tests and fault injection)."""

@@ -1,0 +1,139 @@
+"""``scripts/play.py``: run a trained policy, report tracking error and fall rate, export ONNX and TorchScript."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+from robolab import checkpoint
+from robolab.config import ConfigError, agent_dict, build_env_cfg, compose
+
+# Evaluation conditions: no observation noise and no pushes, one full episode per env.
+EVAL_OVERRIDES = ["env.noise.enabled=false", "env.events.push_interval_s=[1e9,1e9]"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description="Evaluate and export a trained policy. Unknown arguments are Hydra overrides.")
+    p.add_argument("--task", default="RoboLab-Velocity-Flat-Go2-v0")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--checkpoint", default=None, help="a model_<it>.pt file")
+    source.add_argument("--run", default=None, help="a run directory (its newest checkpoint is used)")
+    p.add_argument("--log_root", default=os.path.join("logs", "robolab"), help="where to look for the newest run")
+    p.add_argument("--num_envs", type=int, default=64)
+    p.add_argument("--steps", type=int, default=None, help="control steps to run (default: one episode)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--video", action="store_true", help="render env 0 to <run>/videos/play.mp4 (needs an OpenGL backend)")
+    p.add_argument("--video_length", type=int, default=250, help="frames to record")
+    p.add_argument("--no_export", action="store_true", help="skip writing exported/policy.onnx and policy.pt")
+    return p
+
+
+def resolve_checkpoint(args: argparse.Namespace, experiment: str) -> str:
+    if args.checkpoint:
+        if not os.path.isfile(args.checkpoint):
+            raise FileNotFoundError(f"--checkpoint={args.checkpoint!r}: no such file")
+        return args.checkpoint
+    run_dir = args.run or checkpoint.latest_run(os.path.join(args.log_root, experiment))
+    found = checkpoint.latest_checkpoint(run_dir) if run_dir else None
+    if found is None:
+        where = args.run or os.path.join(args.log_root, experiment)
+        raise FileNotFoundError(f"no checkpoint found in {where!r} (train first, or pass --checkpoint)")
+    return found
+
+
+def evaluate(env, policy, steps: int) -> dict:
+    """Roll out the deterministic policy; tracking error over all env steps, falls per env."""
+    obs = env.get_observations()
+    fell = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
+    errors = []
+    with torch.inference_mode():
+        for _ in range(steps):
+            obs, _, dones, extras = env.step(policy(obs))
+            # The error of the state just reached, before any reset of this step overwrote it.
+            errors.append(env.last_tracking_error.clone())
+            fell |= dones.bool() & ~extras["time_outs"].bool()
+    return {
+        "num_envs": env.num_envs,
+        "steps": steps,
+        "lin_vel_tracking_error": float(torch.stack(errors).mean()),
+        "fall_rate": float(fell.float().mean()),
+    }
+
+
+def record_video(env, policy, path: str, frames: int) -> str:
+    import mujoco
+
+    try:
+        import imageio.v2 as imageio
+    except ImportError:
+        raise RuntimeError("--video needs imageio with ffmpeg: pip install 'imageio[ffmpeg]'") from None
+    try:
+        model, data = env.backend.render_data(0)
+        renderer = mujoco.Renderer(model, height=480, width=640)
+    except Exception as err:
+        raise RuntimeError(
+            f"--video: no OpenGL backend for MuJoCo's offscreen renderer ({type(err).__name__}: {err}); "
+            "set MUJOCO_GL=egl (GPU) or MUJOCO_GL=osmesa (CPU, apt install libosmesa6)"
+        ) from None
+    camera = mujoco.MjvCamera()
+    camera.distance, camera.elevation, camera.azimuth = 1.5, -20.0, 135.0
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    obs = env.get_observations()
+    with imageio.get_writer(path, fps=round(1.0 / env.step_dt)) as writer, torch.inference_mode():
+        for _ in range(frames):
+            obs, *_ = env.step(policy(obs))
+            model, data = env.backend.render_data(0)
+            camera.lookat[:] = data.qpos[:3]
+            renderer.update_scene(data, camera)
+            writer.append_data(renderer.render())
+    renderer.close()
+    return path
+
+
+def play(argv: list[str] | None = None) -> dict:
+    args, overrides = build_parser().parse_known_args(argv)
+    if args.num_envs <= 0:
+        raise ConfigError(f"--num_envs={args.num_envs}: must be a positive integer")
+    extra = [f"env.num_envs={args.num_envs}"] + ([f"seed={args.seed}"] if args.seed is not None else [])
+    cfg = compose(args.task, EVAL_OVERRIDES + extra + overrides)
+    agent = agent_dict(cfg)
+    ckpt = resolve_checkpoint(args, agent["experiment_name"])
+    env_cfg = build_env_cfg(args.task, cfg.env)
+    env_cfg.seed, env_cfg.device = int(cfg.seed), args.device
+
+    from rsl_rl.utils import resolve_callable
+
+    from robolab.envs import VelocityEnv
+
+    env = VelocityEnv(env_cfg)
+    runner = resolve_callable(agent["runner_class_name"])(env, agent, log_dir=None, device=args.device)
+    runner.load(ckpt, map_location=args.device)
+    policy = runner.get_inference_policy(device=args.device)
+
+    result = {"checkpoint": os.path.abspath(ckpt)}
+    if not args.no_export:
+        export_dir = os.path.join(os.path.dirname(os.path.abspath(ckpt)), "exported")
+        runner.export_policy_to_onnx(export_dir, "policy.onnx")
+        runner.export_policy_to_jit(export_dir, "policy.pt")
+        result["exported"] = [os.path.join(export_dir, "policy.onnx"), os.path.join(export_dir, "policy.pt")]
+    result.update(evaluate(env, policy, args.steps or env.max_episode_length))
+    if args.video:
+        video = os.path.join(os.path.dirname(os.path.abspath(ckpt)), "videos", "play.mp4")
+        result["video"] = record_video(env, policy, video, args.video_length)
+    env.close()
+    print(json.dumps(result, indent=2))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        play(argv)
+    except (ConfigError, FileNotFoundError, ValueError, RuntimeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,48 @@
+"""Shared fixtures. Tests run on the CPU; distributed tests launch real torchrun process groups with gloo."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = str(ROOT / "scripts" / "train.py")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: end-to-end runs that train for a few iterations")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The test process's environment without launcher variables (a test sets the ones it needs)."""
+    drop = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "SLURM_", "OMPI_COMM_WORLD", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env["PYTHONUNBUFFERED"] = "1"
+    env["OMP_NUM_THREADS"] = "1"
+    env.update(extra)
+    return env
+
+
+def run(cmd: list[str], timeout: float = 300, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or clean_env(), cwd=cwd)
+
+
+def train_cmd(*args: str) -> list[str]:
+    return [sys.executable, TRAIN, *args]
+
+
+# Small, fast training settings shared by the end-to-end tests.
+TINY = [
+    "--num_envs", "16", "env.backend.num_threads=1", "agent.num_steps_per_env=8",
+    "agent.actor.hidden_dims=[32,32]", "agent.critic.hidden_dims=[32,32]", "agent.save_interval=1",
+    "agent.algorithm.num_mini_batches=2", "agent.algorithm.num_learning_epochs=2",
+]
+
+
+@pytest.fixture
+def log_root(tmp_path) -> str:
+    return str(tmp_path / "logs")
