@@ -28,6 +28,12 @@ LAUNCHER_VARIABLES = {
     "slurm": ("SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID"),
     "openmpi": ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
 }
+# Processes on this node, used to share the CPU cores between them.
+LOCAL_SIZE_VARIABLES = {
+    "torchrun": "LOCAL_WORLD_SIZE",
+    "slurm": "SLURM_NTASKS_PER_NODE",
+    "openmpi": "OMPI_COMM_WORLD_LOCAL_SIZE",
+}
 
 
 class DistributedConfigError(ValueError):
@@ -46,6 +52,7 @@ class DistributedContext:
     rank: int = 0
     local_rank: int = 0
     launcher: str = "none"
+    local_world_size: int = 1
 
     @property
     def is_distributed(self) -> bool:
@@ -73,7 +80,11 @@ def read_context(env: Mapping[str, str] | None = None) -> DistributedContext:
         world_size = _int_var(env, size_var)
         rank = _int_var(env, rank_var) if rank_var in env else 0
         local_rank = _int_var(env, local_var) if local_var in env else 0
-        ctx = DistributedContext(world_size, rank, local_rank, launcher)
+        local_size_var = LOCAL_SIZE_VARIABLES[launcher]
+        # SLURM_NTASKS_PER_NODE may read like "2(x3)"; its leading number is the per-node count.
+        local_size = env.get(local_size_var, "").split("(")[0]
+        local_world_size = int(local_size) if local_size.isdigit() else 1
+        ctx = DistributedContext(world_size, rank, local_rank, launcher, max(1, local_world_size))
         validate_ranks(ctx)
         return ctx
     return DistributedContext()
@@ -87,6 +98,12 @@ def validate_ranks(ctx: DistributedContext) -> None:
         raise DistributedConfigError(f"{rank_var}={ctx.rank}: must be in [0, {size_var}={ctx.world_size})")
     if not 0 <= ctx.local_rank < ctx.world_size:
         raise DistributedConfigError(f"{local_var}={ctx.local_rank}: must be in [0, {size_var}={ctx.world_size})")
+
+
+def cpu_share(ctx: DistributedContext) -> int:
+    """Cores this process should use: the usable cores split evenly between the processes of its node."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // ctx.local_world_size)
 
 
 def resolve_device(requested: str | None, ctx: DistributedContext) -> str:

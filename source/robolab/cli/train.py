@@ -114,6 +114,14 @@ def write_text_atomic(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def share_cpu_cores(env_cfg, ctx: DistributedContext) -> None:
+    """Ranks on one node split its cores instead of each taking all of them (oversubscription halves speed)."""
+    cores = distributed.cpu_share(ctx)
+    torch.set_num_threads(cores)
+    if env_cfg.backend.num_threads is None:
+        env_cfg.backend.num_threads = cores
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -160,14 +168,23 @@ def stop_on_signals(runner):
             signal.signal(sig, handler)
 
 
-def train(argv: list[str] | None = None) -> dict | None:
-    args, hydra_overrides = build_parser().parse_known_args(argv)
-    if args.list_tasks:
-        for task_id in tasks.list_tasks():
-            print(f"{task_id:40s} {tasks.task_kwargs(task_id)['description']}")
-        return None
+@dataclass
+class TrainingSession:
+    """Everything ``setup`` builds: run it with ``run_training``, or inspect it (tests, notebooks)."""
 
+    task_id: str
+    ctx: DistributedContext
+    plan: RunPlan
+    env: object
+    runner: object
+    max_iterations: int
+
+
+def setup(args: argparse.Namespace, hydra_overrides: list[str]) -> TrainingSession:
+    """Validate, join the process group, build env and runner, and load the resume checkpoint."""
     ctx = distributed.read_context() if args.distributed else DistributedContext()
+    if args.distributed and not ctx.is_distributed:
+        print("[robolab] --distributed without launcher variables (torchrun, Slurm, Open MPI): running one process")
     device = distributed.resolve_device(args.device, ctx)
     cfg = compose(args.task, cli_overrides(args) + hydra_overrides)
     backend = distributed.backend_for(device, cfg.distributed.backend) if ctx.is_distributed else None
@@ -178,16 +195,21 @@ def train(argv: list[str] | None = None) -> dict | None:
     seed_everything(seed)
     env_cfg = build_env_cfg(args.task, cfg.env)
     env_cfg.seed, env_cfg.device = seed, device
+    share_cpu_cores(env_cfg, ctx)
     agent = agent_dict(cfg)
     agent["seed"] = seed
     plan = distributed.run_on_main(plan_run, args.log_root, agent["experiment_name"], agent["run_name"], args.resume)
+    print(
+        f"[robolab] rank {ctx.rank}/{ctx.world_size} (local rank {ctx.local_rank}, launcher {ctx.launcher}): "
+        f"device {device}, seed {seed}, {env_cfg.num_envs} envs"
+    )
 
-    from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
     from rsl_rl.utils import resolve_callable
 
+    from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
+
     env = VelocityEnv(env_cfg)
-    runner_class = resolve_callable(agent["runner_class_name"])
-    runner = runner_class(
+    runner = resolve_callable(agent["runner_class_name"])(
         env, agent, log_dir=plan.run_dir if ctx.is_main else None, device=device, dist_ctx=ctx,
         check_replication_every=int(cfg.distributed.check_replication_every),
         dist_timeout_s=float(cfg.distributed.timeout_s),
@@ -198,10 +220,15 @@ def train(argv: list[str] | None = None) -> dict | None:
     if ctx.is_main:
         write_text_atomic(os.path.join(plan.run_dir, "params", "env.yaml"), OmegaConf.to_yaml(OmegaConf.structured(env_cfg)))
         write_text_atomic(os.path.join(plan.run_dir, "params", "agent.yaml"), OmegaConf.to_yaml(agent))
-        print(f"[robolab] run directory: {plan.run_dir} (world size {ctx.world_size}, device {device})")
+        print(f"[robolab] run directory: {plan.run_dir}")
+    return TrainingSession(args.task, ctx, plan, env, runner, int(agent["max_iterations"]))
 
+
+def run_training(session: TrainingSession) -> dict:
+    """Train up to the final iteration (or until SIGTERM/SIGINT) and write ``summary.json`` on rank 0."""
+    runner, ctx = session.runner, session.ctx
     start_it = runner.current_learning_iteration
-    remaining = int(agent["max_iterations"]) - start_it
+    remaining = session.max_iterations - start_it
     start = time.time()
     stopped = False
     with stop_on_signals(runner):
@@ -211,15 +238,27 @@ def train(argv: list[str] | None = None) -> dict | None:
             else:
                 runner.current_learning_iteration = start_it - 1
         except TrainingStopped as stop:
-            print(f"[robolab] rank {ctx.rank}: {stop}; checkpoint written, writing summary")
+            print(f"[robolab] rank {ctx.rank}: {stop}; checkpoint written")
             stopped = True
-    result = summary(runner, args.task, ctx, time.time() - start, start_it)
+    result = summary(runner, session.task_id, ctx, time.time() - start, start_it)
     result["stopped_early"] = stopped
     if ctx.is_main:
-        write_text_atomic(os.path.join(plan.run_dir, "summary.json"), json.dumps(result, indent=2) + "\n")
+        write_text_atomic(os.path.join(session.plan.run_dir, "summary.json"), json.dumps(result, indent=2) + "\n")
         print(f"[robolab] summary: {json.dumps(result)}")
-    env.close()
     return result
+
+
+def train(argv: list[str] | None = None) -> dict | None:
+    args, hydra_overrides = build_parser().parse_known_args(argv)
+    if args.list_tasks:
+        for task_id in tasks.list_tasks():
+            print(f"{task_id:40s} {tasks.task_kwargs(task_id)['description']}")
+        return None
+    session = setup(args, hydra_overrides)
+    try:
+        return run_training(session)
+    finally:
+        session.env.close()
 
 
 def main(argv: list[str] | None = None) -> int:

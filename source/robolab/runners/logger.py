@@ -25,6 +25,8 @@ class Logger(RslRlLogger):
         self.iteration_hooks: list[Callable[[int], None]] = []
         self.latest: dict[str, float] = {}
         """Latest global value of every logged statistic (survives iterations where no episode ended)."""
+        self.timings: list[tuple[float, float]] = []
+        """(collect_s, learn_s) of every iteration on this rank, for benchmarks."""
 
     def process_env_step(self, rewards, dones, extras, intrinsic_rewards=None) -> None:
         # Same bookkeeping as rsl_rl's, but on every rank (rsl_rl only keeps it where a writer exists).
@@ -72,6 +74,7 @@ class Logger(RslRlLogger):
         return {k: float(s / c) for k, (s, c) in zip(keys, packed.tolist()) if c > 0}
 
     def log(self, it: int, start_it: int, total_it: int, collect_time: float, learn_time: float, **kwargs) -> None:
+        self.timings.append((collect_time, learn_time))
         stats = self.reduce_statistics()
         self.latest.update(stats)
         if self.writer is not None:
