@@ -226,15 +226,32 @@ def average_gradients(params: Iterable[torch.nn.Parameter], bucket_mb: float = 2
         reduce_gradients_in_buckets(params, world_size(), bucket_mb)
 
 
+def _collective_device() -> torch.device:
+    """NCCL reduces CUDA tensors only; gloo takes CPU tensors."""
+    return torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+
+
+def _all_reduce(tensor: torch.Tensor, op) -> torch.Tensor:
+    """In-place all-reduce of ``tensor`` wherever it lives (bookkeeping tensors may sit on the CPU under NCCL)."""
+    device = _collective_device()
+    if tensor.device == device:
+        dist.all_reduce(tensor, op=op)
+    else:
+        staged = tensor.to(device)
+        dist.all_reduce(staged, op=op)
+        tensor.copy_(staged)
+    return tensor
+
+
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
     if is_initialized():
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        _all_reduce(tensor, dist.ReduceOp.SUM)
     return tensor
 
 
 def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
     if is_initialized():
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        _all_reduce(tensor, dist.ReduceOp.SUM)
         tensor /= world_size()
     return tensor
 
@@ -243,10 +260,7 @@ def any_rank(flag: bool) -> bool:
     """True on every rank if ``flag`` is true on any rank (stop requests, early exits)."""
     if not is_initialized():
         return flag
-    t = torch.tensor([1.0 if flag else 0.0])
-    if dist.get_backend() == "nccl":
-        t = t.cuda()
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    t = _all_reduce(torch.tensor([1.0 if flag else 0.0]), dist.ReduceOp.MAX)
     return bool(t.item() > 0)
 
 

@@ -86,7 +86,10 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             self.check_replication()
 
     def check_replication(self) -> None:
-        distributed.check_replication(self.alg.replication_tensors())
+        tensors = self.alg.replication_tensors()
+        distributed.check_replication(tensors)
+        if self.dist_ctx.is_main:
+            print(f"[robolab] replication check passed: {len(tensors)} tensors identical on {self.gpu_world_size} ranks")
 
     def _maybe_stop(self, it: int) -> None:
         # Every rank must leave at the same iteration, so the request is agreed on collectively.
