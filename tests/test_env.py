@@ -133,3 +133,20 @@ def test_unmodified_rsl_rl_runner_trains_on_the_env(tmp_path):
     runner.learn(2)
     assert any(not torch.equal(a, b) for a, b in zip(before, runner.alg.actor.parameters()))
     assert (tmp_path / "model_1.pt").exists()
+
+
+@pytest.mark.parametrize("num_variants, expected", [(4, 4), (None, 16)])
+def test_randomised_friction_and_mass_reach_the_simulated_models(num_variants, expected):
+    cfg = VelocityEnvCfg(num_envs=16, seed=0)
+    cfg.backend.num_threads, cfg.backend.num_variants = 1, num_variants
+    env = VelocityEnv(cfg)
+    assert len(set(env.friction.tolist())) == expected
+    base = env.robot.base_body_id
+    nominal = env.robot.model.body_mass[base]
+    for i, model in enumerate(env.backend._models):
+        assert model.geom_friction[0, 0] == pytest.approx(env.friction[i].item(), rel=1e-6)
+        assert model.body_mass[base] == pytest.approx(nominal + env.added_base_mass[i].item(), rel=1e-6)
+    lo, hi = cfg.events.friction
+    assert lo <= env.friction.min() and env.friction.max() <= hi
+    # privileged critic terms carry the same values
+    torch.testing.assert_close(env.get_observations()["critic"][:, 48], env.friction)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, TINY, run, train_cmd
+from conftest import ROOT, TINY, clean_env, run, train_cmd
 from robolab import checkpoint
 
 PLAY = str(ROOT / "scripts" / "play.py")
@@ -128,3 +128,26 @@ def test_play_evaluates_and_exports_onnx_matching_torch(log_root):
 def test_play_without_checkpoint_is_a_clear_error(log_root):
     res = run([sys.executable, PLAY, "--log_root", log_root])
     assert res.returncode == 2 and "no checkpoint found" in res.stderr
+
+
+def test_play_records_a_video_headless(log_root):
+    res = run(train_cmd(*TINY, "--max_iterations", "1", "--log_root", log_root))
+    assert res.returncode == 0, res.stderr[-3000:]
+    run_dir = only_run_dir(log_root)
+    tiny_nets = ["agent.actor.hidden_dims=[32,32]", "agent.critic.hidden_dims=[32,32]"]
+    play = run([sys.executable, PLAY, "--run", str(run_dir), "--num_envs", "2", "--steps", "2", "--no_export",
+                "--video", "--video_length", "10", *tiny_nets], env=clean_env(MUJOCO_GL="egl"))
+    assert play.returncode == 0, play.stderr[-3000:]
+    video = run_dir / "videos" / "play.mp4"
+    assert video.exists() and video.stat().st_size > 1000
+
+    import imageio.v2 as imageio
+
+    frames = imageio.mimread(str(video))
+    assert len(frames) == 10 and frames[0].shape == (480, 640, 3)
+    assert max(f.std() for f in frames) > 5  # something was drawn, not a blank image
+
+    # without a usable GL backend the message says so and what to do
+    nogl = run([sys.executable, PLAY, "--run", str(run_dir), "--num_envs", "2", "--steps", "2", "--no_export",
+                "--video", *tiny_nets], env=clean_env(MUJOCO_GL="osmesa", PYOPENGL_PLATFORM="osmesa"))
+    assert nogl.returncode == 2 and "no OpenGL backend" in nogl.stderr and "MUJOCO_GL=egl" in nogl.stderr

@@ -65,21 +65,34 @@ def evaluate(env, policy, steps: int) -> dict:
     }
 
 
-def record_video(env, policy, path: str, frames: int) -> str:
-    import mujoco
-
+def check_renderer() -> None:
+    """Fail before any work when frames cannot be rendered or written, saying what to install or set."""
+    # MuJoCo picks its GL backend when first imported; EGL renders headless (on a GPU, or Mesa on the CPU).
+    os.environ.setdefault("MUJOCO_GL", "egl")
     try:
-        import imageio.v2 as imageio
+        import imageio.v2  # noqa: F401
+        import imageio_ffmpeg  # noqa: F401
     except ImportError:
         raise RuntimeError("--video needs imageio with ffmpeg: pip install 'imageio[ffmpeg]'") from None
     try:
-        model, data = env.backend.render_data(0)
-        renderer = mujoco.Renderer(model, height=480, width=640)
-    except Exception as err:
+        import mujoco
+
+        model = mujoco.MjModel.from_xml_string("<mujoco><worldbody><geom size='1 1 1' type='plane'/></worldbody></mujoco>")
+        mujoco.Renderer(model, height=8, width=8).close()
+    except Exception as err:  # the GL stack raises anything from ImportError to AttributeError
         raise RuntimeError(
-            f"--video: no OpenGL backend for MuJoCo's offscreen renderer ({type(err).__name__}: {err}); "
-            "set MUJOCO_GL=egl (GPU) or MUJOCO_GL=osmesa (CPU, apt install libosmesa6)"
+            f"--video: no OpenGL backend for MuJoCo's offscreen renderer with MUJOCO_GL={os.environ['MUJOCO_GL']} "
+            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
+            "use MUJOCO_GL=egl (GPU driver or Mesa's libegl-mesa0) or MUJOCO_GL=osmesa (libosmesa6)"
         ) from None
+
+
+def record_video(env, policy, path: str, frames: int) -> str:
+    import imageio.v2 as imageio
+    import mujoco
+
+    model, data = env.backend.render_data(0)
+    renderer = mujoco.Renderer(model, height=480, width=640)
     camera = mujoco.MjvCamera()
     camera.distance, camera.elevation, camera.azimuth = 1.5, -20.0, 135.0
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -99,6 +112,8 @@ def play(argv: list[str] | None = None) -> dict:
     args, overrides = build_parser().parse_known_args(argv)
     if args.num_envs <= 0:
         raise ConfigError(f"--num_envs={args.num_envs}: must be a positive integer")
+    if args.video:
+        check_renderer()
     extra = [f"env.num_envs={args.num_envs}"] + ([f"seed={args.seed}"] if args.seed is not None else [])
     cfg = compose(args.task, EVAL_OVERRIDES + extra + overrides)
     agent = agent_dict(cfg)

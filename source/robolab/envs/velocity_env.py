@@ -35,7 +35,7 @@ class VelocityEnv(VecEnv):
         self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt)
 
         self.robot = load_robot(cfg.robot, timestep=cfg.sim_dt)
-        self.backend = make_backend(cfg.backend.name, self.robot, cfg.num_envs, cfg.device, cfg.backend.num_threads)
+        self.backend = make_backend(cfg.backend, self.robot, cfg.num_envs, cfg.device)
         self.num_actions = len(cfg.robot.joint_names)
         self._qpos_adr = torch.as_tensor(self.robot.qpos_adr, device=self.device)
         self._dof_adr = torch.as_tensor(self.robot.dof_adr, device=self.device)
@@ -46,7 +46,7 @@ class VelocityEnv(VecEnv):
         self.generator.manual_seed(cfg.seed)
 
         self._allocate_buffers()
-        self._randomise_physics(torch.arange(self.num_envs, device=self.device))
+        self._randomise_physics()
         self._reset_envs(torch.arange(self.num_envs, device=self.device))
         self._refresh_state()
         self._obs = self._compute_observations(torch.zeros(self.num_envs, 4, device=self.device))
@@ -101,8 +101,6 @@ class VelocityEnv(VecEnv):
         self.feet_air_time = torch.zeros(n, n_feet, device=dev)
         self.last_air_time = torch.zeros(n, n_feet, device=dev)
         self.last_contact = torch.zeros(n, n_feet, dtype=torch.bool, device=dev)
-        self.friction = torch.ones(n, device=dev)
-        self.added_base_mass = torch.zeros(n, device=dev)
         self.episode_sums = {name: torch.zeros(n, device=dev) for name in REWARD_TERMS}
         self.episode_tracking_error = torch.zeros(n, device=dev)
         self.episode_steps = torch.zeros(n, device=dev)  # steps actually run (episode_length_buf may start random)
@@ -150,13 +148,14 @@ class VelocityEnv(VecEnv):
         self.last_contact = contact
         return first_contact
 
-    def _randomise_physics(self, env_ids: torch.Tensor) -> None:
-        """Startup randomisation of friction and base mass (per env, fixed for the run)."""
-        e, n = self.cfg.events, len(env_ids)
-        self.friction[env_ids] = self._uniform(*e.friction, n)
-        self.added_base_mass[env_ids] = self._uniform(*e.added_base_mass, n)
-        self.backend.set_friction(env_ids, self.friction[env_ids])
-        self.backend.set_added_base_mass(env_ids, self.added_base_mass[env_ids])
+    def _randomise_physics(self) -> None:
+        """Startup randomisation of friction and base mass, one draw per physics variant, fixed for the run."""
+        e, v = self.cfg.events, self.backend.num_variants
+        friction, added_mass = self._uniform(*e.friction, v), self._uniform(*e.added_base_mass, v)
+        self.backend.set_friction(friction)
+        self.backend.set_added_base_mass(added_mass)
+        self.friction = friction[self.backend.variant_of_env]
+        self.added_base_mass = added_mass[self.backend.variant_of_env]
 
     def _reset_envs(self, env_ids: torch.Tensor) -> None:
         e, n = self.cfg.events, len(env_ids)

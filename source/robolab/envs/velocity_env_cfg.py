@@ -77,6 +77,8 @@ class BackendCfg:
     name: str = "mujoco"
     num_threads: int | None = None
     """Worker threads for the mujoco backend; None = the cores this process may use."""
+    num_variants: int | None = 64
+    """Randomised physics variants (friction, base mass), each shared by a block of envs; None = one per env."""
 
 
 @dataclass

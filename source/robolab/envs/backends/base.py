@@ -18,6 +18,9 @@ class PhysicsBackend(ABC):
     num_envs: int
     device: torch.device
     robot: RobotModel
+    variant_of_env: torch.Tensor
+    """(num_envs,) index of the physics variant (randomised friction and mass) each env simulates."""
+    num_variants: int
 
     @abstractmethod
     def step(self, joint_targets: torch.Tensor, decimation: int) -> None:
@@ -59,9 +62,9 @@ class PhysicsBackend(ABC):
         """Overwrite the world-frame horizontal base velocity of ``env_ids`` (pushes)."""
 
     @abstractmethod
-    def set_friction(self, env_ids: torch.Tensor, friction: torch.Tensor) -> None:
-        """Set the sliding friction coefficient of ground and robot contacts per env."""
+    def set_friction(self, friction: torch.Tensor) -> None:
+        """Set the sliding friction coefficient of ground and robot contacts, one value per variant."""
 
     @abstractmethod
-    def set_added_base_mass(self, env_ids: torch.Tensor, added_mass: torch.Tensor) -> None:
-        """Add ``added_mass`` kg to the nominal base mass per env."""
+    def set_added_base_mass(self, added_mass: torch.Tensor) -> None:
+        """Add ``added_mass`` kg to the nominal base mass, one value per variant."""
