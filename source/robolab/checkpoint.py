@@ -54,12 +54,16 @@ def latest_checkpoint(run_dir: str) -> str | None:
     return os.path.join(run_dir, max(found)[1]) if found else None
 
 
-def latest_run(experiment_dir: str) -> str | None:
-    """The newest run directory (by name, which starts with a sortable timestamp) that holds a checkpoint."""
+def latest_run(experiment_dir: str, suffix: str = "") -> str | None:
+    """The newest run directory (by name, which starts with a sortable timestamp) that holds a checkpoint.
+
+    With ``suffix``, only runs whose name ends with it (``_<run_name>``) are considered.
+    """
     if not os.path.isdir(experiment_dir):
         return None
     runs = sorted(
-        (d for d in os.listdir(experiment_dir) if os.path.isdir(os.path.join(experiment_dir, d))), reverse=True
+        (d for d in os.listdir(experiment_dir) if os.path.isdir(os.path.join(experiment_dir, d)) and d.endswith(suffix)),
+        reverse=True,
     )
     for run in runs:
         if latest_checkpoint(os.path.join(experiment_dir, run)) is not None:

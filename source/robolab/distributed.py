@@ -164,14 +164,33 @@ def initialize(ctx: DistributedContext, device: str, backend: str | None = None,
     os.environ.setdefault("MASTER_PORT", "29500")
     if device.startswith("cuda"):
         torch.cuda.set_device(device)
+    timeout = datetime.timedelta(seconds=timeout_s)
+    store = _restart_safe_store(ctx, timeout)
     dist.init_process_group(
         backend=backend,
-        init_method="env://",
+        init_method=None if store is not None else "env://",
+        store=store,
         rank=ctx.rank,
         world_size=ctx.world_size,
-        timeout=datetime.timedelta(seconds=timeout_s),
+        timeout=timeout,
         device_id=torch.device(device) if backend == "nccl" else None,
     )
+
+
+def _restart_safe_store(ctx: DistributedContext, timeout: datetime.timedelta):
+    """The torchrun agent's store, namespaced by restart attempt; None outside torchrun.
+
+    After ``torchrun --max-restarts`` restarts a group, the agent's store can still hold the previous
+    attempt's connection keys, and the new processes then dial peers that no longer exist. A prefix per
+    attempt gives every attempt a clean namespace.
+    """
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    agent_store = dist.TCPStore(
+        os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), ctx.world_size, is_master=False, timeout=timeout
+    )
+    return dist.PrefixStore(f"robolab/attempt_{attempt}", agent_store)
 
 
 def is_initialized() -> bool:

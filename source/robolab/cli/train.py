@@ -49,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
         "or a given run directory or checkpoint file",
     )
     p.add_argument("--check_replication_every", type=int, default=None, help="compare all ranks every N iterations")
+    sweep = p.add_argument_group("sweeps (Hydra multirun: every job trains in its own process)")
+    sweep.add_argument("-m", "--multirun", action="store_true", help="sweep over comma-separated override values")
+    sweep.add_argument("--nproc_per_node", type=int, default=None,
+                       help="processes per sweep job with --distributed (default: visible GPUs, else 1)")
+    sweep.add_argument("--sweep_dir", default=None, help="sweep directory (default: multirun/<timestamp>)")
     return p
 
 
@@ -84,10 +89,15 @@ def cli_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def plan_run(log_root: str, experiment: str, run_name: str, resume: str | None) -> RunPlan:
-    """Pick the run directory: a new timestamped one, or the one being resumed. Runs on rank 0 only."""
+    """Pick the run directory: a new timestamped one, or the one being resumed. Runs on rank 0 only.
+
+    ``latest`` and ``auto`` take the newest run of the experiment that holds a checkpoint (of those named
+    ``*_<run_name>`` when a run name is set, so a restarted job finds its own run); ``auto`` starts a new run
+    when there is none, which makes it the setting for jobs that a launcher may restart.
+    """
     experiment_dir = os.path.join(log_root, experiment)
     if resume in ("latest", "auto"):
-        run_dir = checkpoint.latest_run(experiment_dir)
+        run_dir = checkpoint.latest_run(experiment_dir, suffix=f"_{run_name}" if run_name else "")
         if run_dir is not None:
             return RunPlan(run_dir, checkpoint.latest_checkpoint(run_dir))
         if resume == "latest":
@@ -104,6 +114,25 @@ def plan_run(log_root: str, experiment: str, run_name: str, resume: str | None) 
     run_dir = os.path.join(experiment_dir, stamp + (f"_{run_name}" if run_name else ""))
     os.makedirs(run_dir, exist_ok=False)
     return RunPlan(os.path.abspath(run_dir), None)
+
+
+class ConsoleLog:
+    """Copy of everything rank 0 prints, appended to ``<run>/console.log`` (a resumed run continues it)."""
+
+    def __init__(self, path: str, stream):
+        self.file = open(path, "a", buffering=1)
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.file.write(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.file.flush()
+        self.stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 def write_text_atomic(path: str, text: str) -> None:
@@ -214,13 +243,14 @@ def setup(args: argparse.Namespace, hydra_overrides: list[str]) -> TrainingSessi
         check_replication_every=int(cfg.distributed.check_replication_every),
         dist_timeout_s=float(cfg.distributed.timeout_s),
     )
-    if plan.resume_checkpoint:
-        runner.load(plan.resume_checkpoint, map_location=device)
-        print(f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} at iteration {runner.current_learning_iteration}")
     if ctx.is_main:
+        sys.stdout = ConsoleLog(os.path.join(plan.run_dir, "console.log"), sys.stdout)
         write_text_atomic(os.path.join(plan.run_dir, "params", "env.yaml"), OmegaConf.to_yaml(OmegaConf.structured(env_cfg)))
         write_text_atomic(os.path.join(plan.run_dir, "params", "agent.yaml"), OmegaConf.to_yaml(agent))
         print(f"[robolab] run directory: {plan.run_dir}")
+    if plan.resume_checkpoint:
+        runner.load(plan.resume_checkpoint, map_location=device)
+        print(f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} at iteration {runner.current_learning_iteration}")
     return TrainingSession(args.task, ctx, plan, env, runner, int(agent["max_iterations"]))
 
 
@@ -254,11 +284,19 @@ def train(argv: list[str] | None = None) -> dict | None:
         for task_id in tasks.list_tasks():
             print(f"{task_id:40s} {tasks.task_kwargs(task_id)['description']}")
         return None
+    if args.multirun:
+        from robolab.sweep import run_sweep
+
+        run_sweep(args, hydra_overrides)
+        return None
     session = setup(args, hydra_overrides)
     try:
         return run_training(session)
     finally:
         session.env.close()
+        if isinstance(sys.stdout, ConsoleLog):
+            sys.stdout.file.close()
+            sys.stdout = sys.stdout.stream
 
 
 def main(argv: list[str] | None = None) -> int:

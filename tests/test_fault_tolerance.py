@@ -1,0 +1,75 @@
+"""Surviving a lost rank: torchrun restarts the group and ``--resume auto`` continues the same run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import TINY, TRAIN, clean_env
+from robolab import checkpoint
+
+FINAL = 12
+
+
+def worker_pids(parent: int) -> dict[int, int]:
+    """Global rank -> pid of the torchrun workers below ``parent``."""
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid != parent:
+                continue
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        for item in environ:
+            if item.startswith(b"RANK="):
+                found[int(item[5:])] = int(pid)
+    return found
+
+
+def test_killed_worker_is_restarted_and_training_resumes_in_the_same_run(tmp_path):
+    log_root = tmp_path / "logs"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--max-restarts=1",
+           TRAIN, "--distributed", "--device", "cpu", *TINY, "--max_iterations", str(FINAL),
+           "--log_root", str(log_root), "--run_name", "ft", "--resume", "auto"]
+    job = subprocess.Popen(cmd, env=clean_env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + 180
+    run_dir = None
+    while time.time() < deadline:  # wait for the first checkpoints
+        runs = list((log_root / "go2_flat").glob("*_ft")) if (log_root / "go2_flat").exists() else []
+        if runs and checkpoint.latest_checkpoint(str(runs[0])) and \
+                checkpoint.checkpoint_iteration(checkpoint.latest_checkpoint(str(runs[0]))) >= 2:
+            run_dir = runs[0]
+            break
+        time.sleep(0.2)
+    assert run_dir is not None, "no checkpoint appeared"
+    victim = worker_pids(job.pid).get(1)
+    assert victim is not None
+    os.kill(victim, signal.SIGKILL)
+    killed_after = checkpoint.checkpoint_iteration(checkpoint.latest_checkpoint(str(run_dir)))
+    output, _ = job.communicate(timeout=300)
+    assert job.returncode == 0, output[-4000:]
+
+    assert [p.name for p in (log_root / "go2_flat").iterdir()] == [run_dir.name]  # no second run directory
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["iterations"] == FINAL and summary["world_size"] == 2
+    console = (run_dir / "console.log").read_text()
+    resumed = [line for line in console.splitlines() if "rank 0: resumed" in line]
+    assert len(resumed) == 1
+    resumed_from = checkpoint.checkpoint_iteration(resumed[0].split("resumed ")[1].split(" at ")[0])
+    assert resumed_from >= killed_after  # the newest complete checkpoint when the group restarted
+    assert resumed[0].endswith(f"at iteration {resumed_from + 1}")
+    assert console.count("run directory: ") == 2  # both attempts logged to the same file
+    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 2  # TensorBoard continued in the same directory
+    for model in run_dir.glob("model_*.pt"):  # every checkpoint on disk is complete
+        assert checkpoint.load(str(model))["iter"] == checkpoint.checkpoint_iteration(str(model))
+    assert (run_dir / f"model_{FINAL - 1}.pt").exists()
