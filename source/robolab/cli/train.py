@@ -144,11 +144,16 @@ def write_text_atomic(path: str, text: str) -> None:
 
 
 def share_cpu_cores(env_cfg, ctx: DistributedContext) -> None:
-    """Ranks on one node split its cores instead of each taking all of them (oversubscription halves speed)."""
+    """Ranks on one node split its cores instead of each taking all of them (oversubscription halves speed).
+
+    With a GPU the physics threads leave one core of the share to the thread that drives the GPU: on 2 x H200
+    (32 cores) 2 ranks x 16 physics threads scaled at 0.84, 2 x 15 at 0.94 (docs/benchmarks/h200_x2/).
+    """
     cores = distributed.cpu_share(ctx)
     torch.set_num_threads(cores)
     if env_cfg.backend.num_threads is None:
-        env_cfg.backend.num_threads = cores
+        gpu = str(env_cfg.device).startswith("cuda")
+        env_cfg.backend.num_threads = max(1, cores - 1) if gpu and cores > 2 else cores
 
 
 def seed_everything(seed: int) -> None:

@@ -1,0 +1,116 @@
+"""docker compose and Slurm files: valid, and their commands accepted by torchrun and scripts/train.py."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+
+import yaml
+from torch.distributed.run import get_args_parser
+
+from conftest import ROOT, clean_env
+from robolab.cli.train import build_parser, cli_overrides
+from robolab.config import build_env_cfg, compose
+
+COMPOSE = ROOT / "docker" / "docker-compose.yaml"
+
+
+def compose_config(**variables: str) -> dict:
+    res = subprocess.run(["docker-compose", "-f", str(COMPOSE), "--profile", "multinode", "config"],
+                         capture_output=True, text=True, env=clean_env(**variables), timeout=60)
+    assert res.returncode == 0, res.stderr
+    return yaml.safe_load(res.stdout)
+
+
+def check_train_command(command: str) -> None:
+    """Parse ``sh -c "torchrun ... scripts/train.py ..."`` the way torchrun and train.py would."""
+    argv = shlex.split(command)
+    assert argv[:2] == ["sh", "-c"]
+    inner = shlex.split(argv[2])
+    assert inner[0] == "torchrun"
+    launch = get_args_parser().parse_args(inner[1:])  # exits on anything torchrun would reject
+    assert launch.training_script == "scripts/train.py" and (ROOT / launch.training_script).is_file()
+    args, overrides = build_parser().parse_known_args(launch.training_script_args)
+    assert args.distributed and args.headless and args.log_root == "/logs"
+    cfg = compose(args.task, cli_overrides(args) + overrides)  # every override is a real config key
+    build_env_cfg(args.task, cfg.env)
+    return launch, args
+
+
+def test_compose_file_validates_and_its_commands_parse():
+    services = compose_config(
+        NPROC_PER_NODE="2", TRAIN_ARGS="--num_envs 64 agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time=0.5",
+        NNODES="2", NODE_RANK="1", MASTER_ADDR="10.1.2.3", MASTER_PORT="29400", RUN_ID="exp7",
+    )["services"]
+    launch, args = check_train_command(services["train"]["command"])
+    assert launch.standalone and launch.nproc_per_node == "2" and args.num_envs == 64
+    launch, args = check_train_command(services["train-node"]["command"])
+    assert launch.nnodes == "2" and launch.node_rank == 1 and launch.rdzv_endpoint == "10.1.2.3:29400"
+    assert args.resume == "auto" and args.run_name == "exp7"
+    for name, service in services.items():
+        assert "ports" not in service, f"{name} publishes a port"
+        assert service["shm_size"] in ("16gb", 17179869184)
+        devices = service["deploy"]["resources"]["reservations"]["devices"][0]
+        assert devices["capabilities"] == ["gpu"] and devices["count"] == "all"
+    assert services["train-node"]["network_mode"] == "host"
+
+
+def test_compose_passes_nccl_knobs_through_only_when_set():
+    services = compose_config(NCCL_IB_DISABLE="1", NCCL_SOCKET_IFNAME="eth0")["services"]
+    env = services["train"]["environment"]
+    assert env["NCCL_IB_DISABLE"] == "1" and env["NCCL_SOCKET_IFNAME"] == "eth0"
+    assert env["NCCL_SHM_DISABLE"] is None  # unset on the host: no value, so compose leaves it unset
+
+
+def test_default_compose_command_parses_without_any_variables():
+    services = compose_config()["services"]
+    check_train_command(services["train"]["command"])
+    check_train_command(services["train-node"]["command"])
+
+
+def test_dockerfile_runs_as_a_non_root_user_with_a_logs_volume():
+    text = (ROOT / "docker" / "Dockerfile").read_text()
+    assert "USER robolab" in text and 'VOLUME ["/logs"]' in text and "torch==${TORCH_VERSION}" in text
+
+
+def run_sbatch(tmp_path, launch: str, **variables: str):
+    fake = str(ROOT / "tests" / "helpers" / "fake_slurm")
+    env = clean_env(PATH=f"{fake}:{os.path.dirname(sys.executable)}:{os.environ['PATH']}", SLURM_SUBMIT_DIR=str(ROOT),
+                    SLURM_JOB_ID="4242", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), LAUNCH=launch,
+                    **variables)
+    log_root = tmp_path / "logs"
+    args = ["--device", "cpu", "--num_envs", "16", "--max_iterations", "2", "--log_root", str(log_root),
+            "env.backend.num_threads=1", "agent.num_steps_per_env=8"]
+    res = subprocess.run(["bash", str(ROOT / "scripts" / "slurm" / "train.sbatch"), *args], env=env,
+                         capture_output=True, text=True, timeout=300)
+    return res, log_root
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_sbatch_script_one_task_per_gpu(tmp_path):
+    res, log_root = run_sbatch(tmp_path, "srun", SLURM_NTASKS="2", SLURM_NNODES="1", SLURM_NTASKS_PER_NODE="2")
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    assert "rank 1/2 (local rank 1, launcher slurm): device cpu, seed 43" in res.stdout
+    runs = list((log_root / "go2_flat").iterdir())
+    assert [r.name.endswith("_slurm-4242") for r in runs] == [True]
+
+
+def test_sbatch_script_torchrun_per_node(tmp_path):
+    res, log_root = run_sbatch(tmp_path, "torchrun", SLURM_NTASKS="1", SLURM_NNODES="1", GPUS_PER_NODE="2")
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    assert "rank 1/2 (local rank 1, launcher torchrun)" in res.stdout
+    assert len(list((log_root / "go2_flat").iterdir())) == 1
+
+
+def test_sbatch_script_rejects_unknown_launch_mode(tmp_path):
+    res, _ = run_sbatch(tmp_path, "mpirun", SLURM_NTASKS="1")
+    assert res.returncode == 2 and "LAUNCH=mpirun (allowed: srun, torchrun)" in res.stderr
