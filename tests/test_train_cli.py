@@ -151,3 +151,13 @@ def test_play_records_a_video_headless(log_root):
     nogl = run([sys.executable, PLAY, "--run", str(run_dir), "--num_envs", "2", "--steps", "2", "--no_export",
                 "--video", *tiny_nets], env=clean_env(MUJOCO_GL="osmesa", PYOPENGL_PLATFORM="osmesa"))
     assert nogl.returncode == 2 and "no OpenGL backend" in nogl.stderr and "MUJOCO_GL=egl" in nogl.stderr
+
+
+def test_plot_curve_draws_the_runs_tensorboard_scalars(log_root, tmp_path):
+    res = run(train_cmd(*TINY, "--max_iterations", "3", "--log_root", log_root, "env.episode_length_s=0.1"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = tmp_path / "curve.png"
+    plot = run([sys.executable, str(ROOT / "scripts" / "plot_curve.py"), str(only_run_dir(log_root)), "--output", str(out)])
+    assert plot.returncode == 0, plot.stderr[-2000:]
+    assert json.loads(plot.stdout)["iterations"] == 3
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,74 @@
+"""``scripts/plot_curve.py``: learning curves of a run (tracking error, fall rate, reward) from its TensorBoard events."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+CURVES = {
+    "Metrics/lin_vel_tracking_error": "lin-vel tracking error (m/s)",
+    "Metrics/fall_rate": "fall rate (episodes ending in a fall)",
+    "Train/mean_reward": "mean episode reward",
+}
+
+
+def read_scalars(run_dir: str) -> dict[str, list[tuple[int, float, float]]]:
+    """tag -> [(iteration, wall time s, value)] from every event file of the run (resumes included)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+    acc.Reload()
+    out = {}
+    for tag in acc.Tags()["scalars"]:
+        events = acc.Scalars(tag)
+        t0 = min(e.wall_time for e in events)
+        out[tag] = [(e.step, e.wall_time - t0, e.value) for e in events]
+    return out
+
+
+def smooth(values: list[float], window: int) -> list[float]:
+    out, acc = [], []
+    for v in values:
+        acc.append(v)
+        acc = acc[-window:]
+        out.append(sum(acc) / len(acc))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("run_dir")
+    p.add_argument("--output", default=None, help="PNG path (default: <run_dir>/learning_curve.png)")
+    p.add_argument("--window", type=int, default=10, help="moving-average window (iterations)")
+    p.add_argument("--title", default=None)
+    args = p.parse_args(argv)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("error: plotting needs matplotlib: pip install -e '.[docs]'", file=sys.stderr)
+        return 2
+    scalars = read_scalars(args.run_dir)
+    missing = [tag for tag in CURVES if tag not in scalars]
+    if missing:
+        print(f"error: {args.run_dir!r} has no TensorBoard scalars {missing}", file=sys.stderr)
+        return 2
+    fig, axes = plt.subplots(1, len(CURVES), figsize=(5 * len(CURVES), 3.6))
+    for ax, (tag, label) in zip(axes, CURVES.items()):
+        wall = [t / 60 for _, t, _ in scalars[tag]]
+        ax.plot(wall, [v for *_, v in scalars[tag]], alpha=0.25, color="C0")
+        ax.plot(wall, smooth([v for *_, v in scalars[tag]], args.window), color="C0")
+        ax.set_xlabel("wall clock (min)")
+        ax.set_title(label)
+        ax.grid(alpha=0.3)
+    fig.suptitle(args.title or os.path.basename(os.path.normpath(args.run_dir)))
+    fig.tight_layout()
+    output = args.output or os.path.join(args.run_dir, "learning_curve.png")
+    fig.savefig(output, dpi=110)
+    last = {tag: scalars[tag][-1][2] for tag in CURVES}
+    print(json.dumps({"output": output, "last": last, "iterations": scalars[next(iter(CURVES))][-1][0] + 1}))
+    return 0
