@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,12 @@ def clean_env(**extra: str) -> dict[str, str]:
     env["OMP_NUM_THREADS"] = "1"
     env.update(extra)
     return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run(cmd: list[str], timeout: float = 300, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,18 +11,11 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from conftest import ROOT, TINY, TRAIN, clean_env, run, train_cmd
+from conftest import ROOT, TINY, TRAIN, clean_env, free_port, run, train_cmd
 from robolab import distributed
 from robolab.distributed import DistributedConfigError, DistributedContext, read_context
 
 HELPERS = ROOT / "tests" / "helpers"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def torchrun(nproc: int, script: str, *args: str, extra: list[str] = ()) -> list[str]:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from rsl_rl.env import VecEnv
-
 from robolab.envs import VelocityEnv, VelocityEnvCfg
+from rsl_rl.env import VecEnv
 
 
 def make_env(num_envs=8, seed=0, **kw) -> VelocityEnv:

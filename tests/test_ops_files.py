@@ -8,11 +8,10 @@ import subprocess
 import sys
 
 import yaml
-from torch.distributed.run import get_args_parser
-
-from conftest import ROOT, clean_env
+from conftest import ROOT, clean_env, free_port
 from robolab.cli.train import build_parser, cli_overrides
 from robolab.config import build_env_cfg, compose
+from torch.distributed.run import get_args_parser
 
 COMPOSE = ROOT / "docker" / "docker-compose.yaml"
 
@@ -86,14 +85,6 @@ def run_sbatch(tmp_path, launch: str, **variables: str):
     res = subprocess.run(["bash", str(ROOT / "scripts" / "slurm" / "train.sbatch"), *args], env=env,
                          capture_output=True, text=True, timeout=300)
     return res, log_root
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_sbatch_script_one_task_per_gpu(tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
-
 from robolab.assets import RobotCfg, load_robot
 from robolab.assets.go2 import build_go2_spec
 

@@ -6,9 +6,8 @@ import csv
 from pathlib import Path
 
 import hydra
-from omegaconf import OmegaConf
-
 from conftest import run, train_cmd
+from omegaconf import OmegaConf
 from robolab.config import config_dir
 
 SWEEP_TINY = ["--num_envs", "16", "--max_iterations", "2", "env.backend.num_threads=1", "agent.num_steps_per_env=8",

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from conftest import ROOT, TINY, clean_env, run, train_cmd
 from robolab import checkpoint
 
@@ -104,10 +103,9 @@ def test_play_evaluates_and_exports_onnx_matching_torch(log_root):
     assert onnx_path.exists() and jit_path.exists()
 
     import onnxruntime as ort
-
+    from robolab.config import agent_dict, compose
     from robolab.envs import VelocityEnv, VelocityEnvCfg
     from robolab.runners import OnPolicyRunner
-    from robolab.config import agent_dict, compose
 
     agent = agent_dict(compose("RoboLab-Velocity-Flat-Go2-v0", ["agent.actor.hidden_dims=[32,32]", "agent.critic.hidden_dims=[32,32]"]))
     env = VelocityEnv(VelocityEnvCfg(num_envs=4))

@@ -5,4 +5,4 @@ Importing the package registers its tasks with gymnasium (``robolab.tasks.list_t
 
 __version__ = "0.1.0"
 
-from robolab import tasks  # noqa: E402,F401  (registers tasks)
+from robolab import tasks  # noqa: F401  (registers tasks)

@@ -3,7 +3,6 @@
 import sys
 
 import torch
-
 from robolab import distributed
 from robolab.distributed import ReplicationError, read_context
 

@@ -9,14 +9,13 @@ The two env halves get different reward scales so rank-local advantage normalisa
 import sys
 
 import torch
+from robolab import distributed
+from robolab.algorithms import PPO
+from robolab.distributed import read_context
 from rsl_rl.algorithms import PPO as RslRlPPO
 from rsl_rl.models import MLPModel
 from rsl_rl.storage import RolloutStorage
 from tensordict import TensorDict
-
-from robolab import distributed
-from robolab.algorithms import PPO
-from robolab.distributed import read_context
 
 TOTAL_ENVS, STEPS, OBS, ACT = 16, 6, 5, 3
 

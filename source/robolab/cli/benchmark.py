@@ -55,7 +55,7 @@ def time_physics(env, steps: int) -> float:
     start = time.perf_counter()
     for i in range(steps):
         env.backend.step(targets + noise[i], env.cfg.decimation)
-        env.backend.non_finite  # what the env reads every step
+        _ = env.backend.non_finite  # what the env reads every step
     _sync(str(env.device))
     return env.num_envs * steps / (time.perf_counter() - start)
 

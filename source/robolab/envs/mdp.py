@@ -28,7 +28,7 @@ class RobotState:
     joint_vel: torch.Tensor  # (N, J)
 
     @staticmethod
-    def from_generalised(qpos: torch.Tensor, qvel: torch.Tensor, qpos_adr, dof_adr) -> "RobotState":
+    def from_generalised(qpos: torch.Tensor, qvel: torch.Tensor, qpos_adr, dof_adr) -> RobotState:
         quat = qpos[:, 3:7] / qpos[:, 3:7].norm(dim=-1, keepdim=True).clamp_min(1e-9)
         gravity = torch.tensor(GRAVITY_DIR, device=qpos.device).expand(qpos.shape[0], 3)
         return RobotState(
