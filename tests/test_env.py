@@ -149,3 +149,19 @@ def test_randomised_friction_and_mass_reach_the_simulated_models(num_variants, e
     assert lo <= env.friction.min() and env.friction.max() <= hi
     # privileged critic terms carry the same values
     torch.testing.assert_close(env.get_observations()["critic"][:, 48], env.friction)
+
+
+def test_policy_history_stacks_frames_oldest_first_and_restarts_flat_after_reset():
+    cfg = VelocityEnvCfg(num_envs=4, seed=0, policy_history=3, episode_length_s=0.1)  # 5-step episodes
+    cfg.backend.num_threads = 1
+    env = VelocityEnv(cfg)
+    first = env.get_observations()["policy"]
+    assert first.shape == (4, 3 * 48)
+    torch.testing.assert_close(first[:, :48], first[:, 96:])  # a new episode: every frame the same
+    obs, *_ = env.step(torch.zeros(4, 12))
+    torch.testing.assert_close(obs["policy"][:, 48:96], first[:, 96:])  # the old newest frame moved back one slot
+    for _ in range(4):
+        obs, _, done, _ = env.step(torch.zeros(4, 12))
+    assert done.all()
+    torch.testing.assert_close(obs["policy"][:, :48], obs["policy"][:, 96:])
+    assert env.get_observations()["teacher"].shape == (4, 54)

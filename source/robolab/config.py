@@ -7,10 +7,14 @@ from pathlib import Path
 
 import hydra
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from robolab import tasks
+
+
+# Training pipelines: each runner config works with exactly one algorithm config.
+PIPELINES = {"on_policy": "ppo", "distillation": "distillation"}
 
 
 class ConfigError(ValueError):
@@ -37,9 +41,21 @@ def compose(task_id: str, overrides: list[str], config_name: str = "train") -> D
     overrides = [f"++{o}" if o.startswith("env.") else o for o in overrides]
     try:
         with hydra.initialize_config_dir(config_dir=config_dir(), version_base="1.3", job_name="robolab"):
-            return hydra.compose(config_name=config_name, overrides=[f"task={hydra_task}", *overrides])
+            cfg = hydra.compose(
+                config_name=config_name, overrides=[f"task={hydra_task}", *overrides], return_hydra_config=True
+            )
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(f"bad config override: {_one_line(err)}") from None
+    check_pipeline(cfg.hydra.runtime.choices.get("runner"), cfg.hydra.runtime.choices.get("algorithm"))
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
+
+
+def check_pipeline(runner: str | None, algorithm: str | None) -> None:
+    if PIPELINES.get(runner) != algorithm:
+        allowed = ", ".join(f"runner={r} algorithm={a}" for r, a in PIPELINES.items())
+        raise ConfigError(f"runner={runner} does not work with algorithm={algorithm}; allowed pairs: {allowed}")
 
 
 def build_env_cfg(task_id: str, env_overrides: DictConfig | dict):

@@ -1,5 +1,7 @@
 """Algorithms: rsl_rl subclasses with full cross-rank synchronisation."""
 
+from robolab.algorithms.distillation import Distillation
 from robolab.algorithms.ppo import PPO
+from robolab.algorithms.sync import SyncedAlgorithm
 
-__all__ = ["PPO"]
+__all__ = ["PPO", "Distillation", "SyncedAlgorithm"]

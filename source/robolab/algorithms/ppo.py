@@ -6,22 +6,20 @@ advantage normalisation: each rank divides by its own mean and std, so N ranks x
 1 rank x N*B samples. ``compute_returns`` here normalises with the global statistics instead.
 
 The set of modules kept identical across ranks is declared once (``synced_modules``); broadcasting,
-gradient averaging and the replication check all read it, so a subclass that adds a model (the AMP
-discriminator) adds it in one place.
+gradient averaging and the replication check come from ``SyncedAlgorithm`` and read it.
 """
 
 from __future__ import annotations
-
-from itertools import chain
 
 import torch
 from rsl_rl.algorithms import PPO as RslRlPPO
 from tensordict import TensorDict
 
 from robolab import distributed
+from robolab.algorithms.sync import SyncedAlgorithm
 
 
-class PPO(RslRlPPO):
+class PPO(SyncedAlgorithm, RslRlPPO):
     def synced_modules(self) -> dict[str, torch.nn.Module]:
         """Every module whose parameters and buffers must be identical on all ranks."""
         modules = {"actor": self._raw_actor, "critic": self._raw_critic}
@@ -42,25 +40,3 @@ class PPO(RslRlPPO):
             advantages = self.storage.returns - self.storage.values
             mean, std = distributed.global_mean_std(advantages)
             self.storage.advantages = (advantages - mean) / (std + 1e-8)
-
-    def broadcast_parameters(self) -> None:
-        for module in self.synced_modules().values():
-            distributed.broadcast_module(module)
-
-    def reduce_parameters(self) -> None:
-        params = chain.from_iterable(m.parameters() for m in self.synced_modules().values())
-        distributed.average_gradients(params, self.grad_reduce_bucket_mb)
-
-    def replication_tensors(self) -> dict[str, torch.Tensor]:
-        """Named tensors that must match across ranks: parameters, buffers and optimiser state."""
-        named: dict[str, torch.Tensor] = {}
-        for prefix, module in self.synced_modules().items():
-            for name, tensor in module.state_dict().items():
-                named[f"{prefix}.{name}"] = tensor
-        for prefix, optimizer in self.synced_optimizers().items():
-            for param_id, state in optimizer.state_dict()["state"].items():
-                for key, value in state.items():
-                    if torch.is_tensor(value):
-                        named[f"{prefix}.state.{param_id}.{key}"] = value
-            named[f"{prefix}.lr"] = torch.tensor([g["lr"] for g in optimizer.param_groups], dtype=torch.float64)
-        return named

@@ -25,7 +25,7 @@ from omegaconf import OmegaConf
 from robolab import checkpoint, distributed, tasks
 from robolab.config import ConfigError, agent_dict, build_env_cfg, compose
 from robolab.distributed import DistributedContext
-from robolab.runners import TrainingStopped
+from robolab.runners import DistillationRunner, TrainingStopped
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         "or a given run directory or checkpoint file",
     )
     p.add_argument("--check_replication_every", type=int, default=None, help="compare all ranks every N iterations")
+    p.add_argument("--teacher_checkpoint", default=None,
+                   help="distillation: the PPO checkpoint of the teacher (default: newest of agent.teacher_experiment)")
     sweep = p.add_argument_group("sweeps (Hydra multirun: every job trains in its own process)")
     sweep.add_argument("-m", "--multirun", action="store_true", help="sweep over comma-separated override values")
     sweep.add_argument("--nproc_per_node", type=int, default=None,
@@ -85,7 +87,25 @@ def cli_overrides(args: argparse.Namespace) -> list[str]:
         out.append(f"agent.run_name={args.run_name}")
     if args.check_replication_every is not None:
         out.append(f"distributed.check_replication_every={args.check_replication_every}")
+    if args.teacher_checkpoint is not None:
+        out.append(f"++agent.teacher_checkpoint={args.teacher_checkpoint}")
     return out
+
+
+def find_teacher(agent: dict, log_root: str) -> str:
+    """The teacher file of a distillation run: given, or the newest checkpoint of the teacher experiment."""
+    given = agent.get("teacher_checkpoint")
+    if given:
+        if not os.path.isfile(given):
+            raise FileNotFoundError(f"--teacher_checkpoint={given!r}: no such file")
+        return given
+    experiment_dir = os.path.join(log_root, agent.get("teacher_experiment") or "")
+    run_dir = checkpoint.latest_run(experiment_dir)
+    if run_dir is None:
+        raise FileNotFoundError(
+            f"no teacher checkpoint: none under {experiment_dir!r}; train the teacher task first or pass --teacher_checkpoint"
+        )
+    return checkpoint.latest_checkpoint(run_dir)
 
 
 def plan_run(log_root: str, experiment: str, run_name: str, resume: str | None) -> RunPlan:
@@ -256,6 +276,8 @@ def setup(args: argparse.Namespace, hydra_overrides: list[str]) -> TrainingSessi
     if plan.resume_checkpoint:
         runner.load(plan.resume_checkpoint, map_location=device)
         print(f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} at iteration {runner.current_learning_iteration}")
+    elif isinstance(runner, DistillationRunner):
+        runner.load_teacher(distributed.run_on_main(find_teacher, agent, args.log_root))
     return TrainingSession(args.task, ctx, plan, env, runner, int(agent["max_iterations"]))
 
 

@@ -26,6 +26,8 @@ class VelocityEnv(VecEnv):
     def __init__(self, cfg: VelocityEnvCfg):
         if cfg.num_envs <= 0:
             raise ValueError(f"num_envs={cfg.num_envs}: must be a positive integer")
+        if cfg.policy_history < 1:
+            raise ValueError(f"env.policy_history={cfg.policy_history}: must be >= 1")
         if cfg.decimation <= 0 or cfg.sim_dt <= 0:
             raise ValueError(f"env.decimation={cfg.decimation}, env.sim_dt={cfg.sim_dt}: both must be positive")
         self.cfg = cfg
@@ -49,7 +51,8 @@ class VelocityEnv(VecEnv):
         self._randomise_physics()
         self._reset_envs(torch.arange(self.num_envs, device=self.device))
         self._refresh_state()
-        self._obs = self._compute_observations(torch.zeros(self.num_envs, 4, device=self.device))
+        self._policy_history: torch.Tensor | None = None  # (N, history, frame), filled by the first observation
+        self._obs = self._compute_observations(torch.zeros(self.num_envs, len(cfg.robot.foot_bodies), device=self.device))
 
     # --- rsl_rl VecEnv --------------------------------------------------------------------------------
     def get_observations(self) -> TensorDict:
@@ -84,7 +87,7 @@ class VelocityEnv(VecEnv):
         self._apply_pushes()
         self.last_actions = actions.clone()
         self.last_actions[done_ids] = 0.0
-        self._obs = self._compute_observations(foot_contact.float())
+        self._obs = self._compute_observations(foot_contact.float(), done_ids)
         return self._obs, rewards, dones.long(), extras
 
     # --- buffers ----------------------------------------------------------------------------------------
@@ -249,15 +252,30 @@ class VelocityEnv(VecEnv):
             return x
         return x + self._uniform(-scale, scale, *x.shape)
 
-    def _compute_observations(self, foot_contact: torch.Tensor) -> TensorDict:
+    def _compute_observations(self, foot_contact: torch.Tensor, reset_ids: torch.Tensor | None = None) -> TensorDict:
+        """``policy``: noisy proprioception (optionally a history); ``critic`` and ``teacher``: noise-free plus
+        privileged terms (the same tensor: the teacher of a distillation run sees what a PPO critic sees)."""
         s, nz = self.state, self.cfg.noise
         joint_pos = s.joint_pos - self.default_joint_pos
         clean = [s.base_lin_vel, s.base_ang_vel, s.projected_gravity, self.commands, joint_pos, s.joint_vel]
         noise = [nz.base_lin_vel, nz.base_ang_vel, nz.projected_gravity, 0.0, nz.joint_pos, nz.joint_vel]
-        policy = torch.cat([self._noise(x, k) for x, k in zip(clean, noise)] + [self.last_actions], dim=1)
+        frame = torch.cat([self._noise(x, k) for x, k in zip(clean, noise)] + [self.last_actions], dim=1)
         privileged = [self.friction[:, None], self.added_base_mass[:, None], foot_contact]
         critic = torch.cat(clean + [self.last_actions] + privileged, dim=1)
-        return TensorDict({"policy": policy, "critic": critic}, batch_size=[self.num_envs], device=self.device)
+        groups = {"policy": self._stack_history(frame, reset_ids), "critic": critic, "teacher": critic}
+        return TensorDict(groups, batch_size=[self.num_envs], device=self.device)
+
+    def _stack_history(self, frame: torch.Tensor, reset_ids: torch.Tensor | None) -> torch.Tensor:
+        history = self.cfg.policy_history
+        if history == 1:
+            return frame
+        if self._policy_history is None:
+            self._policy_history = frame[:, None].repeat(1, history, 1)
+        else:
+            self._policy_history = torch.cat([self._policy_history[:, 1:], frame[:, None]], dim=1)
+            if reset_ids is not None and len(reset_ids) > 0:  # a new episode starts with a full, flat history
+                self._policy_history[reset_ids] = frame[reset_ids, None].repeat(1, history, 1)
+        return self._policy_history.flatten(1)
 
     def close(self) -> None:
         self.backend.close()

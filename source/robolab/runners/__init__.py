@@ -1,5 +1,6 @@
 """Runners: rsl_rl subclasses that take a ``DistributedContext`` and keep every rank identical."""
 
+from robolab.runners.distillation_runner import DistillationRunner
 from robolab.runners.on_policy_runner import OnPolicyRunner, TrainingStopped
 
-__all__ = ["OnPolicyRunner", "TrainingStopped"]
+__all__ = ["DistillationRunner", "OnPolicyRunner", "TrainingStopped"]

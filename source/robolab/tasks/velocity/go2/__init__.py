@@ -8,3 +8,17 @@ register_task(
     hydra_task="go2_flat",
     description="Go2-class quadruped, flat ground, velocity tracking (embedded MuJoCo, CPU)",
 )
+
+register_task(
+    "RoboLab-Velocity-Flat-Go2-Teacher-v0",
+    env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2FlatEnvCfg",
+    hydra_task="go2_flat_teacher",
+    description="Go2-class quadruped, flat ground: PPO teacher on privileged observations (for distillation)",
+)
+
+register_task(
+    "RoboLab-Velocity-Flat-Go2-Distillation-v0",
+    env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2FlatEnvCfg",
+    hydra_task="go2_flat_distillation",
+    description="Go2-class quadruped, flat ground: proprioceptive student distilled from the teacher task",
+)

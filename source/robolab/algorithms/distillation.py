@@ -1,0 +1,38 @@
+"""rsl_rl's teacher-student ``Distillation``, synchronised like PPO and with a checked teacher load."""
+
+from __future__ import annotations
+
+import torch
+from rsl_rl.algorithms import Distillation as RslRlDistillation
+
+from robolab.algorithms.sync import SyncedAlgorithm
+
+
+class Distillation(SyncedAlgorithm, RslRlDistillation):
+    def synced_modules(self) -> dict[str, torch.nn.Module]:
+        # The teacher is frozen, but it is loaded per rank: broadcasting it removes any doubt about which one ran.
+        return {"student": self._raw_student, "teacher": self._raw_teacher}
+
+    def synced_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        return {"optimizer": self.optimizer}
+
+    def load(self, loaded_dict: dict, load_cfg: dict | None, strict: bool) -> bool:
+        teacher_state = loaded_dict.get("teacher_state_dict") or loaded_dict.get("actor_state_dict")
+        if teacher_state is not None:
+            check_shapes(self._raw_teacher, teacher_state, "teacher")
+        if "student_state_dict" in loaded_dict:
+            check_shapes(self._raw_student, loaded_dict["student_state_dict"], "student")
+        return super().load(loaded_dict, load_cfg, strict)
+
+
+def check_shapes(model: torch.nn.Module, state: dict[str, torch.Tensor], role: str) -> None:
+    """One-line error naming the first tensor whose shape (or presence) differs from the model's."""
+    expected = model.state_dict()
+    for name, tensor in expected.items():
+        if name not in state:
+            raise ValueError(f"{role} checkpoint has no tensor {name!r} (a different model architecture?)")
+        if tuple(state[name].shape) != tuple(tensor.shape):
+            raise ValueError(
+                f"{role} checkpoint tensor {name!r} has shape {tuple(state[name].shape)}, the {role} model expects "
+                f"{tuple(tensor.shape)} (observation group or hidden_dims differ from the run that trained it)"
+            )

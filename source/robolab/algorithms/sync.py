@@ -1,0 +1,48 @@
+"""What every robolab algorithm shares for multi-rank training: one declared set of synchronised modules.
+
+An algorithm lists the modules that must be identical on every rank (``synced_modules``) and the optimisers
+whose state must match (``synced_optimizers``); broadcasting, gradient averaging and the replication check
+are derived from those lists, so adding a model (a discriminator, a teacher) is a one-line change.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+
+import torch
+
+from robolab import distributed
+
+
+class SyncedAlgorithm:
+    grad_reduce_bucket_mb: float
+
+    def synced_modules(self) -> dict[str, torch.nn.Module]:
+        raise NotImplementedError
+
+    def synced_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        raise NotImplementedError
+
+    def broadcast_parameters(self) -> None:
+        """Copy every parameter and buffer of the synced modules from rank 0."""
+        for module in self.synced_modules().values():
+            distributed.broadcast_module(module)
+
+    def reduce_parameters(self) -> None:
+        """Average the gradients of every synced module across ranks (frozen ones have none and are skipped)."""
+        params = chain.from_iterable(m.parameters() for m in self.synced_modules().values())
+        distributed.average_gradients(params, self.grad_reduce_bucket_mb)
+
+    def replication_tensors(self) -> dict[str, torch.Tensor]:
+        """Named tensors that must match across ranks: parameters, buffers and optimiser state."""
+        named: dict[str, torch.Tensor] = {}
+        for prefix, module in self.synced_modules().items():
+            for name, tensor in module.state_dict().items():
+                named[f"{prefix}.{name}"] = tensor
+        for prefix, optimizer in self.synced_optimizers().items():
+            for param_id, state in optimizer.state_dict()["state"].items():
+                for key, value in state.items():
+                    if torch.is_tensor(value):
+                        named[f"{prefix}.state.{param_id}.{key}"] = value
+            named[f"{prefix}.lr"] = torch.tensor([g["lr"] for g in optimizer.param_groups], dtype=torch.float64)
+        return named
