@@ -25,6 +25,7 @@ setup(
     python_requires=">=3.10",
     package_dir={"": "source"},
     packages=find_packages(where="source"),
+    package_data={"robolab": ["amp/data/*.npz"]},
     install_requires=EXTENSION["python"]["requires"],
     extras_require=EXTENSION["python"]["extras"],
     zip_safe=False,

@@ -14,7 +14,7 @@ from robolab import tasks
 
 
 # Training pipelines: each runner config works with exactly one algorithm config.
-PIPELINES = {"on_policy": "ppo", "distillation": "distillation"}
+PIPELINES = {"on_policy": "ppo", "amp": "ppo_amp", "distillation": "distillation"}
 
 
 class ConfigError(ValueError):

@@ -33,6 +33,7 @@ class RobotModel:
     undesired_sensor_adr: np.ndarray
     termination_sensor_adr: np.ndarray
     torque_sensor_adr: np.ndarray  # (12,) actuator force sensors, policy order
+    foot_pos_sensor_adr: np.ndarray  # (n_feet,) sensordata address of each foot's 3-d position in the base frame
     floor_geom_ids: np.ndarray  # geoms whose friction is randomised (the ground)
     joint_limits: np.ndarray  # (12, 2)
 
@@ -54,11 +55,12 @@ def load_robot(cfg: RobotCfg, timestep: float = 0.005) -> RobotModel:
         "termination": [_add_contact_sensor(spec, b) for b in cfg.termination_contact_bodies],
     }
     torque_names = [_add_torque_sensor(spec, joint) for joint in cfg.joint_names]
+    foot_pos_names = [_add_foot_position_sensor(spec, foot, cfg.base_body) for foot in cfg.foot_bodies]
     try:
         model = spec.compile()
     except ValueError as err:
         raise ValueError(f"robot model {cfg.mjcf_path or 'go2 (built-in)'} does not compile: {err}") from None
-    return _index(model, cfg, sensors, torque_names)
+    return _index(model, cfg, sensors, torque_names, foot_pos_names)
 
 
 def _load_spec(cfg: RobotCfg) -> mujoco.MjSpec:
@@ -113,7 +115,18 @@ def _add_torque_sensor(spec: mujoco.MjSpec, joint: str) -> str:
     return name
 
 
-def _index(model: mujoco.MjModel, cfg: RobotCfg, sensors: dict[str, list[str]], torque_names: list[str]) -> RobotModel:
+def _add_foot_position_sensor(spec: mujoco.MjSpec, foot: str, base: str) -> str:
+    name = f"robolab_foot_pos_{foot}"
+    spec.add_sensor(
+        name=name, type=mujoco.mjtSensor.mjSENS_FRAMEPOS, objtype=mujoco.mjtObj.mjOBJ_BODY, objname=foot,
+        reftype=mujoco.mjtObj.mjOBJ_BODY, refname=base,
+    )
+    return name
+
+
+def _index(
+    model: mujoco.MjModel, cfg: RobotCfg, sensors: dict[str, list[str]], torque_names: list[str], foot_pos_names: list[str]
+) -> RobotModel:
     def joint_ids():
         return [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in cfg.joint_names]
 
@@ -142,6 +155,7 @@ def _index(model: mujoco.MjModel, cfg: RobotCfg, sensors: dict[str, list[str]], 
         undesired_sensor_adr=sensor_adr(sensors["undesired"]),
         termination_sensor_adr=sensor_adr(sensors["termination"]),
         torque_sensor_adr=sensor_adr(torque_names),
+        foot_pos_sensor_adr=sensor_adr(foot_pos_names),
         floor_geom_ids=floor,
         joint_limits=np.array([model.jnt_range[j] for j in jids]),
     )

@@ -8,6 +8,7 @@ import torch
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
+from robolab.amp.features import amp_features, check_terms
 from robolab.assets import load_robot
 from robolab.envs import mdp
 from robolab.envs.backends import make_backend
@@ -26,6 +27,8 @@ class VelocityEnv(VecEnv):
     def __init__(self, cfg: VelocityEnvCfg):
         if cfg.num_envs <= 0:
             raise ValueError(f"num_envs={cfg.num_envs}: must be a positive integer")
+        if cfg.amp_terms:
+            check_terms(cfg.amp_terms)
         if cfg.policy_history < 1:
             raise ValueError(f"env.policy_history={cfg.policy_history}: must be >= 1")
         if cfg.decimation <= 0 or cfg.sim_dt <= 0:
@@ -76,9 +79,12 @@ class VelocityEnv(VecEnv):
         rewards = self._compute_rewards(prev_joint_vel, first_contact)
         rewards = torch.where(non_finite, torch.zeros_like(rewards), rewards)
         self._track_metrics(non_finite)
+        self._track_gait(foot_contact)
 
         dones = fell | time_out
         extras = {"time_outs": time_out & ~fell, "log": {}}
+        if self.cfg.amp_terms:  # the state each env reached, before any reset below replaces it
+            extras["amp_next"] = self._amp_state()
         done_ids = dones.nonzero(as_tuple=False).squeeze(-1)
         if len(done_ids) > 0:
             self._log_episodes(extras["log"], done_ids, fell, non_finite)
@@ -107,6 +113,7 @@ class VelocityEnv(VecEnv):
         self.episode_sums = {name: torch.zeros(n, device=dev) for name in REWARD_TERMS}
         self.episode_tracking_error = torch.zeros(n, device=dev)
         self.episode_steps = torch.zeros(n, device=dev)  # steps actually run (episode_length_buf may start random)
+        self.episode_gait = {name: torch.zeros(n, device=dev) for name in ("trot_score", "pace_score")}
         self.last_tracking_error = torch.zeros(n, device=dev)
         self.non_finite_count = 0
 
@@ -182,6 +189,8 @@ class VelocityEnv(VecEnv):
             sums[env_ids] = 0.0
         self.episode_tracking_error[env_ids] = 0.0
         self.episode_steps[env_ids] = 0.0
+        for sums in self.episode_gait.values():
+            sums[env_ids] = 0.0
         self._resample_commands(env_ids)
         self.push_timer[env_ids] = self._uniform(*e.push_interval_s, n)
 
@@ -236,12 +245,23 @@ class VelocityEnv(VecEnv):
         self.episode_steps += 1
         self.non_finite_count += int(non_finite.sum())
 
+    def _track_gait(self, contact: torch.Tensor) -> None:
+        """Quadruped gait pattern: a trot has diagonal feet in step and the two diagonals opposite, a pace lateral."""
+        if contact.shape[1] != 4:
+            return
+        fl, fr, rl, rr = contact.unbind(dim=1)
+        alternating = fl != fr
+        self.episode_gait["trot_score"] += ((fl == rr) & (fr == rl) & alternating).float()
+        self.episode_gait["pace_score"] += ((fl == rl) & (fr == rr) & alternating).float()
+
     def _log_episodes(self, log: dict, done_ids: torch.Tensor, fell: torch.Tensor, non_finite: torch.Tensor) -> None:
         for name, sums in self.episode_sums.items():
             log[f"Episode_Reward/{name}"] = sums[done_ids].mean() / self.cfg.episode_length_s
         steps = self.episode_steps[done_ids].clamp_min(1)
         log["Metrics/lin_vel_tracking_error"] = (self.episode_tracking_error[done_ids] / steps).mean()
         log["Metrics/fall_rate"] = fell[done_ids].float().mean()
+        for name, sums in self.episode_gait.items():
+            log[f"Gait/{name}"] = (sums[done_ids] / steps).mean()
         log["Episode_Termination/fell"] = fell[done_ids].float().sum()
         log["Episode_Termination/time_out"] = (~fell[done_ids]).float().sum()
         log["Episode_Termination/non_finite"] = non_finite[done_ids].float().sum()
@@ -263,7 +283,16 @@ class VelocityEnv(VecEnv):
         privileged = [self.friction[:, None], self.added_base_mass[:, None], foot_contact]
         critic = torch.cat(clean + [self.last_actions] + privileged, dim=1)
         groups = {"policy": self._stack_history(frame, reset_ids), "critic": critic, "teacher": critic}
+        if self.cfg.amp_terms:
+            groups["amp"] = self._amp_state()
         return TensorDict(groups, batch_size=[self.num_envs], device=self.device)
+
+    def _amp_state(self) -> torch.Tensor:
+        s = self.state
+        return amp_features(
+            self.cfg.amp_terms, joint_pos=s.joint_pos, joint_vel=s.joint_vel, base_lin_vel=s.base_lin_vel,
+            base_ang_vel=s.base_ang_vel, foot_pos=torch.nan_to_num(self.backend.foot_positions),
+        )
 
     def _stack_history(self, frame: torch.Tensor, reset_ids: torch.Tensor | None) -> torch.Tensor:
         history = self.cfg.policy_history

@@ -89,6 +89,8 @@ class VelocityEnvCfg:
     sim_dt: float = 0.005
     decimation: int = 4
     episode_length_s: float = 20.0
+    amp_terms: list[str] = field(default_factory=list)
+    """AMP state terms for an ``amp`` observation group (see ``robolab.amp.features.AMP_TERMS``); empty = no group."""
     policy_history: int = 1
     """Frames stacked in the ``policy`` group (oldest first); 1 = the current frame only."""
     action_scale: float = 0.25

@@ -1,6 +1,7 @@
 """Runners: rsl_rl subclasses that take a ``DistributedContext`` and keep every rank identical."""
 
+from robolab.runners.amp_runner import AMPRunner
 from robolab.runners.distillation_runner import DistillationRunner
 from robolab.runners.on_policy_runner import OnPolicyRunner, TrainingStopped
 
-__all__ = ["DistillationRunner", "OnPolicyRunner", "TrainingStopped"]
+__all__ = ["AMPRunner", "DistillationRunner", "OnPolicyRunner", "TrainingStopped"]

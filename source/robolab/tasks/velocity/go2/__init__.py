@@ -22,3 +22,10 @@ register_task(
     hydra_task="go2_flat_distillation",
     description="Go2-class quadruped, flat ground: proprioceptive student distilled from the teacher task",
 )
+
+register_task(
+    "RoboLab-Velocity-Flat-Go2-AMP-v0",
+    env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2FlatEnvCfg",
+    hydra_task="go2_flat_amp",
+    description="Go2-class quadruped, flat ground: velocity tracking with an adversarial trot prior (AMP)",
+)

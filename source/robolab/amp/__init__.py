@@ -1,0 +1,1 @@
+"""Adversarial motion priors: AMP state features, reference clips, the discriminator and scripted gaits."""

@@ -1,0 +1,88 @@
+"""``scripts/motion.py``: generate, inspect and convert AMP reference clips."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from robolab.amp.motion import MotionClip, MotionFormatError, load_clip
+from robolab.assets import RobotCfg
+
+
+def _generate(args) -> dict:
+    from robolab.amp.gait import GaitCfg, generate_clip
+
+    cfg = GaitCfg(gait=args.gait, speed=args.speed, period=args.period, duty=args.duty,
+                  step_height=args.step_height, duration=args.duration, fps=args.fps)
+    clip = generate_clip(cfg)
+    robot = RobotCfg()
+    clip.save(args.output, robot.joint_names, robot.foot_bodies)
+    return {"written": args.output, "frames": clip.num_frames, "fps": clip.fps, "duration_s": clip.duration}
+
+
+def _inspect(args) -> dict:
+    robot = RobotCfg()
+    clip = load_clip(args.file, robot.joint_names, robot.foot_bodies)
+    return {
+        "file": args.file, "frames": clip.num_frames, "fps": clip.fps, "duration_s": round(clip.duration, 4),
+        "joint_pos_range": [float(clip.joint_pos.min()), float(clip.joint_pos.max())],
+        "max_joint_vel": float(np.abs(clip.joint_vel).max()),
+        "mean_base_lin_vel": clip.base_lin_vel.mean(axis=0).round(4).tolist(),
+        "foot_height_range": [float(clip.foot_pos[..., 2].min()), float(clip.foot_pos[..., 2].max())],
+    }
+
+
+def _convert(args) -> dict:
+    """Resample to another frame rate and/or rename joints (``--rename old=new``) into the robot's order."""
+    robot = RobotCfg()
+    data = dict(np.load(args.file, allow_pickle=False))
+    renames = dict(pair.split("=", 1) for pair in args.rename)
+    data["joint_names"] = np.array([renames.get(str(n), str(n)) for n in data["joint_names"]])
+    tmp = args.output + ".renamed.npz"
+    np.savez(tmp, **data)
+    clip = load_clip(tmp, robot.joint_names, robot.foot_bodies)
+    import os
+
+    os.unlink(tmp)
+    if args.fps:
+        times = np.arange(0.0, clip.duration + 1e-9, 1.0 / args.fps)
+        src = np.arange(clip.num_frames) / clip.fps
+        interp = lambda a: np.stack(  # noqa: E731
+            [np.interp(times, src, col) for col in a.reshape(a.shape[0], -1).T], axis=-1
+        ).reshape(len(times), *a.shape[1:])
+        clip = MotionClip(clip.name, float(args.fps), interp(clip.joint_pos), interp(clip.joint_vel),
+                          interp(clip.base_lin_vel), interp(clip.base_ang_vel), interp(clip.foot_pos))
+    clip.save(args.output, robot.joint_names, robot.foot_bodies)
+    return {"written": args.output, "frames": clip.num_frames, "fps": clip.fps}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="AMP reference clips (format: see robolab.amp.motion).")
+    sub = p.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("generate", help="a scripted trot or pace for the built-in Go2-class robot")
+    g.add_argument("--gait", default="trot", choices=["trot", "pace"])
+    g.add_argument("--speed", type=float, default=0.6)
+    g.add_argument("--period", type=float, default=0.5)
+    g.add_argument("--duty", type=float, default=0.5)
+    g.add_argument("--step_height", type=float, default=0.08)
+    g.add_argument("--duration", type=float, default=4.0)
+    g.add_argument("--fps", type=float, default=50.0)
+    g.add_argument("--output", required=True)
+    i = sub.add_parser("inspect", help="validate a clip and print its figures")
+    i.add_argument("file")
+    c = sub.add_parser("convert", help="resample and/or rename joints into the robot's order")
+    c.add_argument("file")
+    c.add_argument("--output", required=True)
+    c.add_argument("--fps", type=float, default=None)
+    c.add_argument("--rename", nargs="*", default=[], metavar="OLD=NEW")
+    args = p.parse_args(argv)
+    try:
+        result = {"generate": _generate, "inspect": _inspect, "convert": _convert}[args.command](args)
+    except (MotionFormatError, FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=2))
+    return 0

@@ -1,0 +1,113 @@
+"""Reference gaits for the built-in Go2-class robot: scripted foot trajectories solved with leg IK.
+
+Each foot follows a stance/swing cycle in the base frame (backwards on the ground during stance, a raised
+forward arc during swing); the legs are phased as a trot (diagonal pairs together) or a pace (lateral pairs
+together). Joint angles come from the closed-form inverse kinematics of the 3-DoF leg (hip abduction about x,
+thigh and calf about y); joint velocities by central differences; foot positions by MuJoCo forward kinematics
+of the same model the env simulates, so expert and policy AMP states are measured the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from robolab.amp.motion import MotionClip
+from robolab.assets import RobotCfg, load_robot
+
+PHASE_OFFSETS = {
+    "trot": {"FL": 0.0, "RR": 0.0, "FR": 0.5, "RL": 0.5},
+    "pace": {"FL": 0.0, "RL": 0.0, "FR": 0.5, "RR": 0.5},
+}
+
+
+@dataclass
+class GaitCfg:
+    gait: str = "trot"
+    speed: float = 0.6
+    """Forward base speed (m/s)."""
+    period: float = 0.5
+    """Gait cycle (s)."""
+    duty: float = 0.5
+    """Share of the cycle a foot is on the ground."""
+    step_height: float = 0.08
+    duration: float = 4.0
+    fps: float = 50.0
+
+
+@dataclass
+class LegGeometry:
+    hip: np.ndarray  # (3,) hip joint in the base frame
+    lateral: float  # hip -> thigh joint offset along y (signed)
+    thigh: float
+    calf: float
+
+
+def leg_geometry(model: mujoco.MjModel, leg: str) -> LegGeometry:
+    body = lambda name: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)  # noqa: E731
+    return LegGeometry(
+        hip=model.body_pos[body(f"{leg}_hip")].copy(),
+        lateral=float(model.body_pos[body(f"{leg}_thigh")][1]),
+        thigh=float(-model.body_pos[body(f"{leg}_calf")][2]),
+        calf=float(-model.body_pos[body(f"{leg}_foot")][2]),
+    )
+
+
+def leg_ik(foot: np.ndarray, geo: LegGeometry) -> np.ndarray:
+    """Joint angles (hip, thigh, calf) that put the foot at ``foot`` (..., 3, base frame); knee bent backwards."""
+    x, y, z = np.moveaxis(foot - geo.hip, -1, 0)
+    d = geo.lateral
+    length = np.sqrt(np.maximum(y**2 + z**2 - d**2, 1e-12))  # hip-to-foot distance in the leg's plane
+    q_hip = np.arctan2(z, y) - np.arctan2(-length, d)
+    cos_knee = (x**2 + length**2 - geo.thigh**2 - geo.calf**2) / (2 * geo.thigh * geo.calf)
+    q_calf = -np.arccos(np.clip(cos_knee, -1.0, 1.0))
+    q_thigh = np.arctan2(-x, length) - np.arctan2(geo.calf * np.sin(q_calf), geo.thigh + geo.calf * np.cos(q_calf))
+    return np.stack([q_hip, q_thigh, q_calf], axis=-1)
+
+
+def foot_positions(model: mujoco.MjModel, robot, joint_pos: np.ndarray) -> np.ndarray:
+    """Forward kinematics: feet in the base frame (T, F, 3) for joint angles (T, J)."""
+    data = mujoco.MjData(model)
+    feet = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f) for f in RobotCfg().foot_bodies]
+    out = np.empty((joint_pos.shape[0], len(feet), 3))
+    for t, q in enumerate(joint_pos):
+        data.qpos[:] = 0.0
+        data.qpos[3] = 1.0  # base at the origin, identity orientation: world frame == base frame
+        data.qpos[robot.qpos_adr] = q
+        mujoco.mj_kinematics(model, data)
+        out[t] = data.xpos[feet]
+    return out
+
+
+def generate_clip(cfg: GaitCfg, robot_cfg: RobotCfg | None = None) -> MotionClip:
+    if cfg.gait not in PHASE_OFFSETS:
+        raise ValueError(f"gait={cfg.gait!r}: allowed are {sorted(PHASE_OFFSETS)}")
+    if not 0 < cfg.duty < 1 or cfg.period <= 0 or cfg.fps <= 0 or cfg.duration <= 0:
+        raise ValueError(f"gait parameters out of range: {cfg}")
+    robot_cfg = robot_cfg or RobotCfg()
+    robot = load_robot(robot_cfg)
+    model = robot.model
+    legs = ("FL", "FR", "RL", "RR")
+    nominal = foot_positions(model, robot, np.array([robot_cfg.default_joint_pos]))[0]  # (4, 3)
+    times = np.arange(int(round(cfg.duration * cfg.fps)) + 1) / cfg.fps
+    stride = cfg.speed * cfg.duty * cfg.period  # distance the body travels while a foot is planted
+    joint_pos = np.empty((len(times), 12))
+    for i, leg in enumerate(legs):
+        phase = (times / cfg.period + PHASE_OFFSETS[cfg.gait][leg]) % 1.0
+        stance = phase < cfg.duty
+        s_stance = phase / cfg.duty
+        s_swing = (phase - cfg.duty) / (1 - cfg.duty)
+        smooth = 0.5 * (1 - np.cos(np.pi * s_swing))
+        dx = np.where(stance, stride / 2 - stride * s_stance, -stride / 2 + stride * smooth)
+        dz = np.where(stance, 0.0, cfg.step_height * np.sin(np.pi * s_swing))
+        foot = nominal[i] + np.stack([dx, np.zeros_like(dx), dz], axis=-1)
+        joint_pos[:, 3 * i : 3 * i + 3] = leg_ik(foot, leg_geometry(model, leg))
+    joint_vel = np.gradient(joint_pos, 1.0 / cfg.fps, axis=0)
+    frames = len(times)
+    return MotionClip(
+        name=f"go2_{cfg.gait}", fps=cfg.fps, joint_pos=joint_pos, joint_vel=joint_vel,
+        base_lin_vel=np.tile([cfg.speed, 0.0, 0.0], (frames, 1)), base_ang_vel=np.zeros((frames, 3)),
+        foot_pos=foot_positions(model, robot, joint_pos),
+    )

@@ -1,0 +1,152 @@
+"""Reference motion clips for AMP: the file format, a validating loader and (s, s') sampling.
+
+File format (``.npz``, one clip per file), arrays by name:
+
+=================  ==============  =====================================================================
+field              shape           meaning
+=================  ==============  =====================================================================
+``fps``            ()              frame rate of the clip (Hz), > 0
+``joint_names``    (J,)            joint order of the columns below; must contain the robot's joints
+``joint_pos``      (T, J)          joint positions (rad)
+``joint_vel``      (T, J)          joint velocities (rad/s)
+``base_lin_vel``   (T, 3)          base linear velocity, base frame (m/s)
+``base_ang_vel``   (T, 3)          base angular velocity, base frame (rad/s)
+``foot_names``     (F,)            foot bodies, in the order of ``foot_pos``
+``foot_pos``       (T, F, 3)       foot positions in the base frame (m)
+``base_height``    (T,)            optional: base height above ground (m)
+=================  ==============  =====================================================================
+
+``T >= 2``. The loader reorders joints and feet to the robot's order by name and fails with a one-line
+message naming the file and the problem otherwise. ``MotionLibrary.sample_pairs`` draws random times and
+returns the AMP state at ``t`` and ``t + dt`` with linear interpolation between frames.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from robolab.amp.features import amp_features
+
+REQUIRED = ("fps", "joint_names", "joint_pos", "joint_vel", "base_lin_vel", "base_ang_vel", "foot_names", "foot_pos")
+
+
+class MotionFormatError(ValueError):
+    """A clip that does not follow the format; the message names the file and the field."""
+
+
+@dataclass
+class MotionClip:
+    name: str
+    fps: float
+    joint_pos: np.ndarray  # (T, J), robot joint order
+    joint_vel: np.ndarray
+    base_lin_vel: np.ndarray  # (T, 3)
+    base_ang_vel: np.ndarray
+    foot_pos: np.ndarray  # (T, F, 3), robot foot order
+
+    @property
+    def num_frames(self) -> int:
+        return self.joint_pos.shape[0]
+
+    @property
+    def duration(self) -> float:
+        return (self.num_frames - 1) / self.fps
+
+    def save(self, path: str, joint_names: list[str], foot_names: list[str]) -> None:
+        np.savez(
+            path, fps=np.float64(self.fps), joint_names=np.array(joint_names), foot_names=np.array(foot_names),
+            joint_pos=self.joint_pos, joint_vel=self.joint_vel, base_lin_vel=self.base_lin_vel,
+            base_ang_vel=self.base_ang_vel, foot_pos=self.foot_pos,
+        )
+
+
+def load_clip(path: str, joint_names: list[str], foot_names: list[str]) -> MotionClip:
+    """Read and validate one clip, reordering joints and feet to the given (robot) order."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"motion file {path!r}: no such file")
+    try:
+        data = dict(np.load(path, allow_pickle=False))
+    except Exception as err:  # zip, pickle and format errors alike
+        raise MotionFormatError(f"motion file {path!r} is not a readable .npz ({type(err).__name__}: {err})") from None
+    missing = [f for f in REQUIRED if f not in data]
+    if missing:
+        raise MotionFormatError(f"motion file {path!r}: missing fields {missing} (required: {list(REQUIRED)})")
+    fps = float(data["fps"])
+    if not np.isfinite(fps) or fps <= 0:
+        raise MotionFormatError(f"motion file {path!r}: fps={fps} must be a positive frame rate")
+    t = data["joint_pos"].shape[0]
+    expected = {
+        "joint_pos": (t, len(data["joint_names"])), "joint_vel": (t, len(data["joint_names"])),
+        "base_lin_vel": (t, 3), "base_ang_vel": (t, 3), "foot_pos": (t, len(data["foot_names"]), 3),
+    }
+    for field, shape in expected.items():
+        if data[field].shape != shape:
+            raise MotionFormatError(f"motion file {path!r}: {field} has shape {data[field].shape}, expected {shape}")
+        if not np.isfinite(data[field]).all():
+            raise MotionFormatError(f"motion file {path!r}: {field} holds non-finite values")
+    if t < 2:
+        raise MotionFormatError(f"motion file {path!r}: {t} frame(s); a clip needs at least 2")
+    joints = _order(path, "joint", list(map(str, data["joint_names"])), joint_names)
+    feet = _order(path, "foot", list(map(str, data["foot_names"])), foot_names)
+    return MotionClip(
+        name=os.path.splitext(os.path.basename(path))[0], fps=fps,
+        joint_pos=data["joint_pos"][:, joints], joint_vel=data["joint_vel"][:, joints],
+        base_lin_vel=data["base_lin_vel"], base_ang_vel=data["base_ang_vel"], foot_pos=data["foot_pos"][:, feet],
+    )
+
+
+def _order(path: str, kind: str, have: list[str], want: list[str]) -> list[int]:
+    missing = [n for n in want if n not in have]
+    if missing:
+        raise MotionFormatError(f"motion file {path!r}: {kind}s {missing} of the robot are not in the clip (it has {have})")
+    return [have.index(n) for n in want]
+
+
+class MotionLibrary:
+    """Clips on a device, sampled as (s, s') AMP-state pairs ``dt`` apart."""
+
+    def __init__(self, clips: list[MotionClip], terms, device: str = "cpu", weights: list[float] | None = None):
+        if not clips:
+            raise ValueError("a motion library needs at least one clip")
+        self.clips, self.terms, self.device = clips, list(terms), torch.device(device)
+        w = torch.tensor(weights if weights is not None else [c.duration for c in clips], dtype=torch.float64)
+        self.weights = w / w.sum()
+        self._features = [self._clip_features(c) for c in clips]
+
+    def _clip_features(self, clip: MotionClip) -> torch.Tensor:
+        as_t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=self.device)  # noqa: E731
+        return amp_features(
+            self.terms, joint_pos=as_t(clip.joint_pos), joint_vel=as_t(clip.joint_vel),
+            base_lin_vel=as_t(clip.base_lin_vel), base_ang_vel=as_t(clip.base_ang_vel), foot_pos=as_t(clip.foot_pos),
+        )
+
+    @property
+    def feature_dim(self) -> int:
+        return self._features[0].shape[-1]
+
+    def state_at(self, clip_index: int, times: torch.Tensor) -> torch.Tensor:
+        """AMP states of one clip at ``times`` (s), linearly interpolated between frames."""
+        clip, feats = self.clips[clip_index], self._features[clip_index]
+        f = (times * clip.fps).clamp(0, clip.num_frames - 1)
+        i0 = f.floor().long().clamp(max=clip.num_frames - 2)
+        alpha = (f - i0).unsqueeze(-1)
+        return (1 - alpha) * feats[i0] + alpha * feats[i0 + 1]
+
+    def sample_pairs(self, n: int, dt: float, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``n`` expert transitions (s at t, s' at t + dt), clips drawn in proportion to their weights."""
+        which = torch.multinomial(self.weights, n, replacement=True, generator=generator)
+        s = torch.empty(n, self.feature_dim, device=self.device)
+        s_next = torch.empty_like(s)
+        for k, clip in enumerate(self.clips):
+            idx = (which == k).nonzero(as_tuple=False).squeeze(-1)
+            if len(idx) == 0:
+                continue
+            span = max(clip.duration - dt, 0.0)
+            t = torch.rand(len(idx), generator=generator, dtype=torch.float64).float().to(self.device) * span
+            s[idx.to(self.device)] = self.state_at(k, t)
+            s_next[idx.to(self.device)] = self.state_at(k, t + dt)
+        return s, s_next

@@ -1,0 +1,26 @@
+"""robolab's ``AMPRunner``: ``OnPolicyRunner`` (and its distributed wiring) with the motion prior wired in."""
+
+from __future__ import annotations
+
+from robolab.algorithms.ppo_amp import PPOAMP
+from robolab.runners.on_policy_runner import OnPolicyRunner
+
+
+class AMPRunner(OnPolicyRunner):
+    """Hands the env's AMP definition (terms, step dt, joint and foot names) to ``PPOAMP`` before it is built.
+
+    Style reward, discriminator loss, gradient penalty and the discriminator's mean output on expert and policy
+    pairs are logged every iteration (``AMP/style_reward`` and ``Loss/amp_*`` in TensorBoard and the console).
+    """
+
+    alg: PPOAMP
+
+    def __init__(self, env, train_cfg: dict, *args, **kwargs) -> None:
+        if not getattr(env.cfg, "amp_terms", None):
+            raise ValueError("AMPRunner needs an env with an `amp` observation group (set env.amp_terms)")
+        amp_cfg = train_cfg["algorithm"].setdefault("amp_cfg", {})
+        amp_cfg.update(
+            terms=list(env.cfg.amp_terms), step_dt=env.step_dt,
+            joint_names=list(env.cfg.robot.joint_names), foot_names=list(env.cfg.robot.foot_bodies),
+        )
+        super().__init__(env, train_cfg, *args, **kwargs)
