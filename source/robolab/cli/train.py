@@ -131,9 +131,16 @@ def plan_run(log_root: str, experiment: str, run_name: str, resume: str | None) 
             raise FileNotFoundError(f"--resume={resume!r}: not a checkpoint file nor a run directory with one")
         return RunPlan(os.path.abspath(resume), found)
     stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
-    run_dir = os.path.join(experiment_dir, stamp + (f"_{run_name}" if run_name else ""))
-    os.makedirs(run_dir, exist_ok=False)
-    return RunPlan(os.path.abspath(run_dir), None)
+    name = stamp + (f"_{run_name}" if run_name else "")
+    os.makedirs(experiment_dir, exist_ok=True)
+    for attempt in range(100):  # two runs started in the same second get distinct directories
+        run_dir = os.path.join(experiment_dir, name if attempt == 0 else f"{name}-{attempt}")
+        try:
+            os.mkdir(run_dir)
+            return RunPlan(os.path.abspath(run_dir), None)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"could not create a new run directory for {name!r} under {experiment_dir!r}")
 
 
 class ConsoleLog:
