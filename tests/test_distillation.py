@@ -70,3 +70,16 @@ def test_two_rank_distillation_ends_with_identical_students(tmp_path):
     assert any(name.startswith("student.") for name in ranks[0]) and any(".state." in n for n in ranks[0])
     assert ranks[0] == ranks[1]
     assert "replication check passed" in res.stdout
+
+
+def test_recurrent_student_trains_and_resumes(log_root):
+    train_teacher(log_root)
+    rnn = ["agent.student.class_name=RNNModel", "+agent.student.rnn_type=gru", "+agent.student.rnn_hidden_dim=32"]
+    res = run(train_cmd("--task", STUDENT, *SMALL, *STUDENT_NETS, *rnn, "--max_iterations", "3", "--log_root", log_root))
+    assert res.returncode == 0, res.stderr[-3000:]
+    run_dir = next(Path(log_root, "go2_flat_distillation").iterdir())
+    assert len(behavior_losses(run_dir)) == 3
+    again = run(train_cmd("--task", STUDENT, *SMALL, *STUDENT_NETS, *rnn, "--max_iterations", "5", "--log_root",
+                          log_root, "--resume"))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "at iteration 3" in again.stdout and json.loads((run_dir / "summary.json").read_text())["iterations"] == 5

@@ -177,7 +177,9 @@ def share_cpu_cores(env_cfg, ctx: DistributedContext) -> None:
     (32 cores) 2 ranks x 16 physics threads scaled at 0.84, 2 x 15 at 0.94 (docs/benchmarks/h200_x2/).
     """
     cores = distributed.cpu_share(ctx)
-    torch.set_num_threads(cores)
+    # An explicit OMP_NUM_THREADS (torchrun sets 1 per worker) wins for torch's own threads.
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    torch.set_num_threads(int(omp) if omp.isdigit() and int(omp) > 0 else cores)
     if env_cfg.backend.num_threads is None:
         gpu = str(env_cfg.device).startswith("cuda")
         env_cfg.backend.num_threads = max(1, cores - 1) if gpu and cores > 2 else cores
@@ -210,6 +212,7 @@ def summary(runner, task_id: str, ctx: DistributedContext, wall_s: float, start_
         "lin_vel_tracking_error": latest.get("Metrics/lin_vel_tracking_error"),
         "fall_rate": latest.get("Metrics/fall_rate"),
         "non_finite_resets": latest.get("Metrics/non_finite_total"),
+        "latest_logged": {k: round(v, 6) for k, v in sorted(latest.items())},  # every statistic, last global value
     }
 
 
