@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output", default=None, help="PNG path (default: <run_dir>/learning_curve.png)")
     p.add_argument("--window", type=int, default=10, help="moving-average window (iterations)")
     p.add_argument("--title", default=None)
+    p.add_argument("--tags", nargs="*", default=list(CURVES), help="TensorBoard scalar tags to plot")
     args = p.parse_args(argv)
+    curves = {tag: CURVES.get(tag, tag) for tag in args.tags}
     try:
         import matplotlib
 
@@ -53,12 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         print("error: plotting needs matplotlib: pip install -e '.[docs]'", file=sys.stderr)
         return 2
     scalars = read_scalars(args.run_dir)
-    missing = [tag for tag in CURVES if tag not in scalars]
+    missing = [tag for tag in curves if tag not in scalars]
     if missing:
         print(f"error: {args.run_dir!r} has no TensorBoard scalars {missing}", file=sys.stderr)
         return 2
-    fig, axes = plt.subplots(1, len(CURVES), figsize=(5 * len(CURVES), 3.6))
-    for ax, (tag, label) in zip(axes, CURVES.items()):
+    fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.6), squeeze=False)
+    for ax, (tag, label) in zip(axes[0], curves.items()):
         wall = [t / 60 for _, t, _ in scalars[tag]]
         ax.plot(wall, [v for *_, v in scalars[tag]], alpha=0.25, color="C0")
         ax.plot(wall, smooth([v for *_, v in scalars[tag]], args.window), color="C0")
@@ -69,6 +71,6 @@ def main(argv: list[str] | None = None) -> int:
     fig.tight_layout()
     output = args.output or os.path.join(args.run_dir, "learning_curve.png")
     fig.savefig(output, dpi=110)
-    last = {tag: scalars[tag][-1][2] for tag in CURVES}
-    print(json.dumps({"output": output, "last": last, "iterations": scalars[next(iter(CURVES))][-1][0] + 1}))
+    last = {tag: scalars[tag][-1][2] for tag in curves}
+    print(json.dumps({"output": output, "last": last, "iterations": scalars[next(iter(curves))][-1][0] + 1}))
     return 0
