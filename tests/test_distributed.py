@@ -72,7 +72,7 @@ def test_device_rules(monkeypatch):
 
 
 # --- training under torchrun ------------------------------------------------------------------------------
-@pytest.mark.parametrize("nproc", [2, 3])
+@pytest.mark.parametrize("nproc", [2, 3, 4])
 def test_ranks_train_with_one_run_dir_global_totals_and_identical_state(tmp_path, nproc):
     log_root, dump = str(tmp_path / "logs"), tmp_path / "dump"
     dump.mkdir()
