@@ -5,24 +5,26 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from typing import Any
+from collections.abc import Callable
+from typing import IO, Any
 
 import torch
 
 CHECKPOINT_PATTERN = re.compile(r"^model_(\d+)\.pt$")
 
 
-def save_atomic(obj: Any, path: str) -> None:
-    """Write ``obj`` with ``torch.save`` so that ``path`` is either the old file or the complete new one.
+def atomic_write(path: str, write: Callable[[IO], None], binary: bool = True) -> None:
+    """Write a file so that ``path`` is either the old file or the complete new one.
 
-    The bytes go to a temporary file in the same directory, are flushed to disk, and only then renamed over
+    ``write`` fills a temporary file in the same directory, which is flushed to disk and only then renamed over
     ``path``; a crash mid-write leaves a stray ``.tmp`` file that ``latest_checkpoint`` never picks.
     """
     directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
+        with os.fdopen(fd, "wb" if binary else "w") as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -30,6 +32,11 @@ def save_atomic(obj: Any, path: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def save_atomic(obj: Any, path: str) -> None:
+    """``torch.save`` through ``atomic_write``."""
+    atomic_write(path, lambda f: torch.save(obj, f))
 
 
 def load(path: str, map_location: str | torch.device | None = None) -> dict:

@@ -163,11 +163,7 @@ class ConsoleLog:
 
 
 def write_text_atomic(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    checkpoint.atomic_write(path, lambda f: f.write(text), binary=False)
 
 
 def share_cpu_cores(env_cfg, ctx: DistributedContext) -> None:
