@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 import sys
 
-import mujoco
 import numpy as np
 import pytest
 import torch
-
 from conftest import ROOT, clean_env, run, train_cmd
-from test_distributed import torchrun
 from robolab.amp.discriminator import Discriminator, gradient_penalty
 from robolab.amp.features import AMP_TERMS
 from robolab.amp.gait import GaitCfg, foot_positions, generate_clip, leg_geometry, leg_ik
 from robolab.amp.motion import MotionFormatError, MotionLibrary, load_clip
 from robolab.assets import RobotCfg, load_robot
+from test_distributed import torchrun
 
 DATA = ROOT / "source" / "robolab" / "amp" / "data"
 ROBOT = RobotCfg()

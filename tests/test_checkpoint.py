@@ -6,7 +6,6 @@ import os
 
 import pytest
 import torch
-
 from robolab import checkpoint
 
 

@@ -12,7 +12,6 @@ from omegaconf.errors import OmegaConfBaseException
 
 from robolab import tasks
 
-
 # Training pipelines: each runner config works with exactly one algorithm config.
 PIPELINES = {"on_policy": "ppo", "amp": "ppo_amp", "distillation": "distillation"}
 

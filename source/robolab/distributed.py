@@ -233,12 +233,6 @@ def broadcast_module(module: torch.nn.Module, src: int = 0) -> None:
         dist.broadcast(tensor, src=src)
 
 
-def broadcast_tensor(tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
-    if is_initialized():
-        dist.broadcast(tensor, src=src)
-    return tensor
-
-
 def average_gradients(params: Iterable[torch.nn.Parameter], bucket_mb: float = 25.0) -> None:
     """Replace every gradient by its mean over ranks, packing gradients into buckets of ``bucket_mb``."""
     if is_initialized():
@@ -268,13 +262,6 @@ def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
 
 
-def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
-    if is_initialized():
-        _all_reduce(tensor, dist.ReduceOp.SUM)
-        tensor /= world_size()
-    return tensor
-
-
 def any_rank(flag: bool) -> bool:
     """True on every rank if ``flag`` is true on any rank (stop requests, early exits)."""
     if not is_initialized():
@@ -291,18 +278,6 @@ def global_mean_std(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     mean = total / count
     var = (total_sq - count * mean * mean) / (count - 1).clamp_min(1)
     return mean.to(x.dtype), var.clamp_min(0).sqrt().to(x.dtype)
-
-
-def merge_running_stats(
-    mean: torch.Tensor, var: torch.Tensor, count: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Combine per-rank (mean, population var, count) into the statistics of the union of all samples."""
-    if not is_initialized():
-        return mean, var, count
-    count_all = all_reduce_sum(count.clone().double())
-    weighted_mean = all_reduce_sum(mean.double() * count.double()) / count_all
-    spread = all_reduce_sum(count.double() * (var.double() + (mean.double() - weighted_mean).square()))
-    return weighted_mean.to(mean.dtype), (spread / count_all).to(var.dtype), count_all.to(count.dtype)
 
 
 def all_gather_object(obj: Any) -> list[Any]:

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from robolab.amp.motion import MotionClip, MotionFormatError, load_clip
+from robolab.amp.motion import MotionClip, MotionFormatError, clip_from_arrays, load_clip, read_arrays
 from robolab.assets import RobotCfg
 
 
@@ -38,15 +38,10 @@ def _inspect(args) -> dict:
 def _convert(args) -> dict:
     """Resample to another frame rate and/or rename joints (``--rename old=new``) into the robot's order."""
     robot = RobotCfg()
-    data = dict(np.load(args.file, allow_pickle=False))
+    data = read_arrays(args.file)
     renames = dict(pair.split("=", 1) for pair in args.rename)
-    data["joint_names"] = np.array([renames.get(str(n), str(n)) for n in data["joint_names"]])
-    tmp = args.output + ".renamed.npz"
-    np.savez(tmp, **data)
-    clip = load_clip(tmp, robot.joint_names, robot.foot_bodies)
-    import os
-
-    os.unlink(tmp)
+    data["joint_names"] = np.array([renames.get(str(n), str(n)) for n in data.get("joint_names", [])])
+    clip = clip_from_arrays(data, args.file, robot.joint_names, robot.foot_bodies)
     if args.fps:
         times = np.arange(0.0, clip.duration + 1e-9, 1.0 / args.fps)
         src = np.arange(clip.num_frames) / clip.fps

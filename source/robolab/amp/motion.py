@@ -66,12 +66,21 @@ class MotionClip:
 
 def load_clip(path: str, joint_names: list[str], foot_names: list[str]) -> MotionClip:
     """Read and validate one clip, reordering joints and feet to the given (robot) order."""
+    return clip_from_arrays(read_arrays(path), path, joint_names, foot_names)
+
+
+def read_arrays(path: str) -> dict[str, np.ndarray]:
+    """The named arrays of a clip file, unvalidated."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"motion file {path!r}: no such file")
     try:
-        data = dict(np.load(path, allow_pickle=False))
+        return dict(np.load(path, allow_pickle=False))
     except Exception as err:  # zip, pickle and format errors alike
         raise MotionFormatError(f"motion file {path!r} is not a readable .npz ({type(err).__name__}: {err})") from None
+
+
+def clip_from_arrays(data: dict[str, np.ndarray], path: str, joint_names: list[str], foot_names: list[str]) -> MotionClip:
+    """Validate a clip's arrays (``path`` names it in errors) and reorder joints and feet to the robot's order."""
     missing = [f for f in REQUIRED if f not in data]
     if missing:
         raise MotionFormatError(f"motion file {path!r}: missing fields {missing} (required: {list(REQUIRED)})")

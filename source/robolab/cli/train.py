@@ -23,7 +23,7 @@ import torch
 from omegaconf import OmegaConf
 
 from robolab import checkpoint, distributed, tasks
-from robolab.config import ConfigError, agent_dict, build_env_cfg, compose
+from robolab.config import ConfigError, agent_dict, build_env_cfg, compose, to_yaml
 from robolab.distributed import DistributedContext
 from robolab.runners import DistillationRunner, TrainingStopped
 
@@ -276,8 +276,8 @@ def setup(args: argparse.Namespace, hydra_overrides: list[str]) -> TrainingSessi
     )
     if ctx.is_main:
         sys.stdout = ConsoleLog(os.path.join(plan.run_dir, "console.log"), sys.stdout)
-        write_text_atomic(os.path.join(plan.run_dir, "params", "env.yaml"), OmegaConf.to_yaml(OmegaConf.structured(env_cfg)))
-        write_text_atomic(os.path.join(plan.run_dir, "params", "agent.yaml"), OmegaConf.to_yaml(agent))
+        write_text_atomic(os.path.join(plan.run_dir, "params", "env.yaml"), to_yaml(env_cfg))
+        write_text_atomic(os.path.join(plan.run_dir, "params", "agent.yaml"), to_yaml(agent))
         print(f"[robolab] run directory: {plan.run_dir}")
     if plan.resume_checkpoint:
         runner.load(plan.resume_checkpoint, map_location=device)

@@ -109,7 +109,6 @@ class VelocityEnv(VecEnv):
         n_feet = len(self.cfg.robot.foot_bodies)
         self.feet_air_time = torch.zeros(n, n_feet, device=dev)
         self.last_air_time = torch.zeros(n, n_feet, device=dev)
-        self.last_contact = torch.zeros(n, n_feet, dtype=torch.bool, device=dev)
         self.episode_sums = {name: torch.zeros(n, device=dev) for name in REWARD_TERMS}
         self.episode_tracking_error = torch.zeros(n, device=dev)
         self.episode_steps = torch.zeros(n, device=dev)  # steps actually run (episode_length_buf may start random)
@@ -155,7 +154,6 @@ class VelocityEnv(VecEnv):
         self.feet_air_time += self.step_dt
         self.last_air_time = torch.where(first_contact, self.feet_air_time, self.last_air_time)
         self.feet_air_time = torch.where(contact, torch.zeros_like(self.feet_air_time), self.feet_air_time)
-        self.last_contact = contact
         return first_contact
 
     def _randomise_physics(self) -> None:
@@ -184,7 +182,6 @@ class VelocityEnv(VecEnv):
         self.last_actions[env_ids] = 0.0
         self.feet_air_time[env_ids] = 0.0
         self.last_air_time[env_ids] = 0.0
-        self.last_contact[env_ids] = False
         for sums in self.episode_sums.values():
             sums[env_ids] = 0.0
         self.episode_tracking_error[env_ids] = 0.0
