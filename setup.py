@@ -28,5 +28,7 @@ setup(
     package_data={"robolab": ["amp/data/*.npz"]},
     install_requires=EXTENSION["python"]["requires"],
     extras_require=EXTENSION["python"]["extras"],
+    # Isaac Lab's CLI (`isaaclab train`, `isaaclab list_envs`) imports the task modules of this group.
+    entry_points={"isaaclab.tasks": ["robolab = robolab.tasks.isaaclab"]},
     zip_safe=False,
 )

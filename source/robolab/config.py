@@ -37,7 +37,7 @@ def compose(task_id: str, overrides: list[str], config_name: str = "train") -> D
     hydra_task = tasks.hydra_task_name(task_id)
     # `env` is an open node whose schema is the task's dataclass, checked in build_env_cfg; force-add its keys
     # here so Hydra's struct mode does not reject them first.
-    overrides = [f"++{o}" if o.startswith("env.") else o for o in overrides]
+    overrides = [f"++{_backend_shorthand(o)}" if o.startswith("env.") else o for o in overrides]
     try:
         with hydra.initialize_config_dir(config_dir=config_dir(), version_base="1.3", job_name="robolab"):
             cfg = hydra.compose(
@@ -49,6 +49,12 @@ def compose(task_id: str, overrides: list[str], config_name: str = "train") -> D
     with open_dict(cfg):
         del cfg["hydra"]
     return cfg
+
+
+def _backend_shorthand(override: str) -> str:
+    """``env.backend=mjx`` names the backend: it means ``env.backend.name=mjx``."""
+    key, sep, value = override.partition("=")
+    return f"env.backend.name={value}" if sep and key == "env.backend" else override
 
 
 def check_pipeline(runner: str | None, algorithm: str | None) -> None:

@@ -34,11 +34,19 @@ class RobotModel:
     termination_sensor_adr: np.ndarray
     torque_sensor_adr: np.ndarray  # (12,) actuator force sensors, policy order
     foot_pos_sensor_adr: np.ndarray  # (n_feet,) sensordata address of each foot's 3-d position in the base frame
+    foot_body_ids: np.ndarray  # body ids of the same groups, for backends that compute contacts themselves
+    undesired_body_ids: np.ndarray
+    termination_body_ids: np.ndarray
     floor_geom_ids: np.ndarray  # geoms whose friction is randomised (the ground)
     joint_limits: np.ndarray  # (12, 2)
 
 
-def load_robot(cfg: RobotCfg, timestep: float = 0.005) -> RobotModel:
+def load_robot(cfg: RobotCfg, timestep: float = 0.005, sensors: bool = True) -> RobotModel:
+    """Compile the robot; ``sensors=False`` leaves out robolab's sensors (their addresses are then empty).
+
+    MJX has no body-matched net-force contact sensor, so the mjx backend computes contact forces, torques and
+    foot positions from its own data and asks for a model without sensors.
+    """
     spec = _load_spec(cfg)
     spec.option.timestep = timestep
     spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_AUTORESET
@@ -49,13 +57,12 @@ def load_robot(cfg: RobotCfg, timestep: float = 0.005) -> RobotModel:
         for joint, limit in zip(cfg.joint_names, cfg.torque_limits):
             rng = spec.joint(joint).range
             _add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, (rng[0], rng[1]))
-    sensors = {
-        "foot": [_add_contact_sensor(spec, b) for b in cfg.foot_bodies],
-        "undesired": [_add_contact_sensor(spec, b) for b in cfg.undesired_contact_bodies],
-        "termination": [_add_contact_sensor(spec, b) for b in cfg.termination_contact_bodies],
-    }
-    torque_names = [_add_torque_sensor(spec, joint) for joint in cfg.joint_names]
-    foot_pos_names = [_add_foot_position_sensor(spec, foot, cfg.base_body) for foot in cfg.foot_bodies]
+    groups = {"foot": cfg.foot_bodies, "undesired": cfg.undesired_contact_bodies,
+              "termination": cfg.termination_contact_bodies}
+    with_sensors = sensors
+    sensors = {g: [_add_contact_sensor(spec, b) for b in bodies] if with_sensors else [] for g, bodies in groups.items()}
+    torque_names = [_add_torque_sensor(spec, joint) for joint in cfg.joint_names] if with_sensors else []
+    foot_pos_names = [_add_foot_position_sensor(spec, f, cfg.base_body) for f in cfg.foot_bodies] if with_sensors else []
     try:
         model = spec.compile()
     except ValueError as err:
@@ -130,6 +137,9 @@ def _index(
     def joint_ids():
         return [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in cfg.joint_names]
 
+    def body_ids(names):
+        return np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in names], dtype=np.int64)
+
     def sensor_adr(names):
         ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, n) for n in names]
         return np.array([model.sensor_adr[i] for i in ids], dtype=np.int64)
@@ -156,6 +166,9 @@ def _index(
         termination_sensor_adr=sensor_adr(sensors["termination"]),
         torque_sensor_adr=sensor_adr(torque_names),
         foot_pos_sensor_adr=sensor_adr(foot_pos_names),
+        foot_body_ids=body_ids(cfg.foot_bodies),
+        undesired_body_ids=body_ids(cfg.undesired_contact_bodies),
+        termination_body_ids=body_ids(cfg.termination_contact_bodies),
         floor_geom_ids=floor,
         joint_limits=np.array([model.jnt_range[j] for j in jids]),
     )

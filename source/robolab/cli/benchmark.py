@@ -41,7 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _sync(device: str) -> None:
+def _sync(device: str, backend=None) -> None:
+    """Wait for the GPU: torch's streams and, for a JAX backend, its own queue too."""
+    if backend is not None:
+        backend.synchronize()
     if device.startswith("cuda"):
         torch.cuda.synchronize(device)
 
@@ -50,13 +53,13 @@ def time_physics(env, steps: int) -> float:
     """Env steps/s of the backend alone, holding the nominal pose plus small random offsets."""
     targets = env.default_joint_pos.expand(env.num_envs, -1)
     noise = 0.1 * torch.randn(steps, env.num_envs, env.num_actions, device=env.device)
-    env.backend.step(targets, env.cfg.decimation)  # warm-up
-    _sync(str(env.device))
+    env.backend.step(targets, env.cfg.decimation)  # warm-up (and compilation, for a JIT backend)
+    _sync(str(env.device), env.backend)
     start = time.perf_counter()
     for i in range(steps):
         env.backend.step(targets + noise[i], env.cfg.decimation)
         _ = env.backend.non_finite  # what the env reads every step
-    _sync(str(env.device))
+    _sync(str(env.device), env.backend)
     return env.num_envs * steps / (time.perf_counter() - start)
 
 
@@ -65,11 +68,11 @@ def time_rollout(env, policy, steps: int) -> float:
     obs = env.get_observations()
     with torch.inference_mode():
         obs, *_ = env.step(policy(obs))  # warm-up
-        _sync(str(env.device))
+        _sync(str(env.device), env.backend)
         start = time.perf_counter()
         for _ in range(steps):
             obs, *_ = env.step(policy(obs))
-        _sync(str(env.device))
+        _sync(str(env.device), env.backend)
     return env.num_envs * steps / (time.perf_counter() - start)
 
 
@@ -139,8 +142,24 @@ def benchmark(args: argparse.Namespace, overrides: list[str]) -> dict:
         "update_share_of_iter": round(sum(learn) / max(sum(collect) + sum(learn), 1e-9), 4),
         "train_env_steps_per_s": round(steps_per_it * args.iterations / wall, 1),
     })
+    if "physics_env_steps_per_s" in result:
+        result["train_over_physics"] = round(result["train_env_steps_per_s"] / result["physics_env_steps_per_s"], 3)
+    result.update(_memory(device, env))
     env.close()
     return result
+
+
+def _memory(device: str, env) -> dict:
+    """Peak accelerator memory of this process: torch's allocator plus the physics backend's own (JAX)."""
+    if not device.startswith("cuda"):
+        return {}
+    torch_bytes = torch.cuda.max_memory_allocated(device)
+    backend_bytes = env.backend.device_memory_bytes() or 0
+    total = torch_bytes + backend_bytes
+    return {
+        "gpu_peak_torch_gib": round(torch_bytes / 2**30, 3), "gpu_peak_backend_gib": round(backend_bytes / 2**30, 3),
+        "gpu_peak_total_gib": round(total / 2**30, 3), "gpu_bytes_per_env": round(total / env.num_envs),
+    }
 
 
 def _device_name(device: str) -> str:

@@ -238,6 +238,8 @@ class TrainingSession:
     env: object
     runner: object
     max_iterations: int
+    closer: contextlib.ExitStack
+    """Closes the env (and, for an Isaac Lab task, the simulation)."""
 
 
 def setup(args: argparse.Namespace, hydra_overrides: list[str]) -> TrainingSession:
@@ -253,22 +255,34 @@ def setup(args: argparse.Namespace, hydra_overrides: list[str]) -> TrainingSessi
 
     seed = int(cfg.seed) + ctx.rank  # global rank: local ranks repeat across nodes
     seed_everything(seed)
-    env_cfg = build_env_cfg(args.task, cfg.env)
-    env_cfg.seed, env_cfg.device = seed, device
-    share_cpu_cores(env_cfg, ctx)
     agent = agent_dict(cfg)
     agent["seed"] = seed
+    isaaclab_task = tasks.is_isaaclab_task(args.task)
+    env_cfg = None if isaaclab_task else build_env_cfg(args.task, cfg.env)
+    if env_cfg is not None:
+        env_cfg.seed, env_cfg.device = seed, device
+        share_cpu_cores(env_cfg, ctx)
     plan = distributed.run_on_main(plan_run, args.log_root, agent["experiment_name"], agent["run_name"], args.resume)
+    num_envs = env_cfg.num_envs if env_cfg is not None else cfg.env.get("num_envs", "the task's")
     print(
         f"[robolab] rank {ctx.rank}/{ctx.world_size} (local rank {ctx.local_rank}, launcher {ctx.launcher}): "
-        f"device {device}, seed {seed}, {env_cfg.num_envs} envs"
+        f"device {device}, seed {seed}, {num_envs} envs"
     )
 
     from rsl_rl.utils import resolve_callable
 
-    from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
+    closer = contextlib.ExitStack()
+    if isaaclab_task:
+        from robolab.tasks.isaaclab.vecenv import env_config_dict, make_isaaclab_env
 
-    env = VelocityEnv(env_cfg)
+        env = make_isaaclab_env(args.task, OmegaConf.to_container(cfg.env, resolve=True), device, seed, closer)
+        env_params = env_config_dict(env)
+    else:
+        from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
+
+        env = VelocityEnv(env_cfg)
+        closer.callback(env.close)
+        env_params = env_cfg
     runner = resolve_callable(agent["runner_class_name"])(
         env, agent, log_dir=plan.run_dir if ctx.is_main else None, device=device, dist_ctx=ctx,
         check_replication_every=int(cfg.distributed.check_replication_every),
@@ -276,7 +290,7 @@ def setup(args: argparse.Namespace, hydra_overrides: list[str]) -> TrainingSessi
     )
     if ctx.is_main:
         sys.stdout = ConsoleLog(os.path.join(plan.run_dir, "console.log"), sys.stdout)
-        write_text_atomic(os.path.join(plan.run_dir, "params", "env.yaml"), to_yaml(env_cfg))
+        write_text_atomic(os.path.join(plan.run_dir, "params", "env.yaml"), to_yaml(env_params))
         write_text_atomic(os.path.join(plan.run_dir, "params", "agent.yaml"), to_yaml(agent))
         print(f"[robolab] run directory: {plan.run_dir}")
     if plan.resume_checkpoint:
@@ -284,7 +298,7 @@ def setup(args: argparse.Namespace, hydra_overrides: list[str]) -> TrainingSessi
         print(f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} at iteration {runner.current_learning_iteration}")
     elif isinstance(runner, DistillationRunner):
         runner.load_teacher(distributed.run_on_main(find_teacher, agent, args.log_root))
-    return TrainingSession(args.task, ctx, plan, env, runner, int(agent["max_iterations"]))
+    return TrainingSession(args.task, ctx, plan, env, runner, int(agent["max_iterations"]), closer)
 
 
 def run_training(session: TrainingSession) -> dict:
@@ -326,7 +340,7 @@ def train(argv: list[str] | None = None) -> dict | None:
     try:
         return run_training(session)
     finally:
-        session.env.close()
+        session.closer.close()
         if isinstance(sys.stdout, ConsoleLog):
             sys.stdout.file.close()
             sys.stdout = sys.stdout.stream

@@ -9,7 +9,6 @@ from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
 from robolab.amp.features import amp_features, check_terms
-from robolab.assets import load_robot
 from robolab.envs import mdp
 from robolab.envs.backends import make_backend
 from robolab.envs.math import heading, quat_rotate, wrap_to_pi, yaw_quat
@@ -39,8 +38,8 @@ class VelocityEnv(VecEnv):
         self.step_dt = cfg.step_dt
         self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt)
 
-        self.robot = load_robot(cfg.robot, timestep=cfg.sim_dt)
-        self.backend = make_backend(cfg.backend, self.robot, cfg.num_envs, cfg.device)
+        self.backend = make_backend(cfg.backend, cfg.robot, cfg.sim_dt, cfg.num_envs, cfg.device)
+        self.robot = self.backend.robot
         self.num_actions = len(cfg.robot.joint_names)
         self._qpos_adr = torch.as_tensor(self.robot.qpos_adr, device=self.device)
         self._dof_adr = torch.as_tensor(self.robot.dof_adr, device=self.device)

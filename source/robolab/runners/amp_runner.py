@@ -19,8 +19,12 @@ class AMPRunner(OnPolicyRunner):
         if not getattr(env.cfg, "amp_terms", None):
             raise ValueError("AMPRunner needs an env with an `amp` observation group (set env.amp_terms)")
         amp_cfg = train_cfg["algorithm"].setdefault("amp_cfg", {})
+        # The embedded env names joints and feet in its robot config; Isaac Lab tasks carry them beside amp_terms.
+        robot = getattr(env.cfg, "robot", None)
+        joint_names = getattr(env.cfg, "amp_joint_names", None) or list(robot.joint_names)
+        foot_names = getattr(env.cfg, "amp_foot_names", None) or list(robot.foot_bodies)
         amp_cfg.update(
-            terms=list(env.cfg.amp_terms), step_dt=env.step_dt,
-            joint_names=list(env.cfg.robot.joint_names), foot_names=list(env.cfg.robot.foot_bodies),
+            terms=list(env.cfg.amp_terms), step_dt=env.step_dt, joint_names=list(joint_names),
+            foot_names=list(foot_names),
         )
         super().__init__(env, train_cfg, *args, **kwargs)

@@ -14,15 +14,24 @@ import gymnasium as gym
 PREFIX = "RoboLab-"
 
 
-def register_task(task_id: str, env_cfg_entry_point: str, hydra_task: str, description: str) -> None:
+def register_task(
+    task_id: str, env_cfg_entry_point: str, hydra_task: str, description: str,
+    entry_point: str = "robolab.envs:VelocityEnv", extra: dict | None = None,
+) -> None:
+    """Register ``task_id``; ``extra`` kwargs are for other frameworks (Isaac Lab's agent entry points)."""
     if task_id in gym.registry:
         return
     gym.register(
         id=task_id,
-        entry_point="robolab.envs:VelocityEnv",
+        entry_point=entry_point,
         disable_env_checker=True,
-        kwargs={"env_cfg_entry_point": env_cfg_entry_point, "hydra_task": hydra_task, "description": description},
+        kwargs={"env_cfg_entry_point": env_cfg_entry_point, "hydra_task": hydra_task, "description": description,
+                **(extra or {})},
     )
+
+
+def is_isaaclab_task(task_id: str) -> bool:
+    return task_kwargs(task_id).get("framework") == "isaaclab"
 
 
 def list_tasks() -> list[str]:

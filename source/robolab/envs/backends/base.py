@@ -73,3 +73,13 @@ class PhysicsBackend(ABC):
     @abstractmethod
     def set_added_base_mass(self, added_mass: torch.Tensor) -> None:
         """Add ``added_mass`` kg to the nominal base mass, one value per variant."""
+
+    def synchronize(self) -> None:
+        """Wait for queued device work (timing); backends that step synchronously need not override."""
+
+    def device_memory_bytes(self) -> int | None:
+        """Peak accelerator memory the backend's own allocator used (outside torch's), if it has one."""
+        return None
+
+    def close(self) -> None:
+        """Release threads and device memory."""

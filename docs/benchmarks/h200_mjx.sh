@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# MJX on H200 GPUs (issue 6), as run through the device tool on a 2 x H200 machine.
+#   bash docs/benchmarks/h200_mjx.sh single   # GPU 0: time to walk on one GPU; GPU 1: 4k/16k/65k-env benchmarks
+#   bash docs/benchmarks/h200_mjx.sh dual     # 2-GPU scaling at 16k envs per GPU, then time to walk on two GPUs
+# Results go to $OUT (default ./h200_out), flat and few (the device tool returns at most 8 files); run
+# directories stay under /tmp/robolab_logs. Wheels that the GPU machine lacks are installed from .whl/.
+set -uo pipefail
+OUT="${OUT:-h200_out}"; mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site:$PWD/source
+fi
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+LOGS=/tmp/robolab_logs
+
+walk() {  # walk <name> <timeout_s> <train.py args...>: train from scratch, then evaluate the final policy
+  local name=$1 limit=$2; shift 2
+  local start; start=$(date +%s)
+  timeout -s TERM "$limit" "$@" --num_envs 4096 --max_iterations 3000 --run_name "$name" --log_root "$LOGS" \
+    env.backend=mjx agent.save_interval=100 > "$OUT/${name}.log" 2>&1
+  local run; run=$(ls -td "$LOGS"/go2_flat/*_"$name" | head -1)
+  echo "{\"start_unix_s\": $start, \"run\": \"$run\"}" > "$OUT/${name}_start.json"
+  cp "$run"/summary.json "$OUT/${name}_summary.json"; cp "$run"/events.out.tfevents.* "$OUT/${name}.tfevents"
+  CUDA_VISIBLE_DEVICES=0 python3 scripts/play.py --run "$run" --num_envs 1024 --device cuda --no_export \
+    env.backend=mjx > "$OUT/${name}_play.log" 2>&1
+}
+
+case "${1:-single}" in
+single)
+  (export CUDA_VISIBLE_DEVICES=0; walk walk_1gpu 300 python3 scripts/train.py --device cuda) &
+  if [ -z "${SKIP_BENCH:-}" ]; then
+    (export CUDA_VISIBLE_DEVICES=1
+     for n in 4096 16384 65536; do
+       timeout 200 python3 scripts/benchmark.py --device cuda --num_envs "$n" --physics_steps 50 --iterations 3 \
+         env.backend=mjx --output "$OUT/mjx_1gpu_${n}envs.json" > /dev/null 2>&1
+     done) &
+  fi
+  wait ;;
+dual)
+  timeout 300 python3 scripts/benchmark.py --scaling 1,2 --device cuda --num_envs 16384 --iterations 3 \
+    env.backend=mjx --output "$OUT/mjx_scaling_16384envs.json" > "$OUT/scaling.log" 2>&1
+  walk walk_2gpu 180 python3 -m torch.distributed.run --standalone --nproc_per_node=2 scripts/train.py --distributed ;;
+esac
+ls -l "$OUT"

@@ -1,0 +1,277 @@
+"""MuJoCo MJX backend: every env stepped on the accelerator by one jit-compiled JAX function.
+
+The batched ``mjx.Data`` stays on the device. One compiled call per control step applies the PD targets and
+runs ``decimation`` physics steps (a ``lax.scan``), and also returns what the MDP reads: the peak per-body
+contact force over the step, actuator torques and foot positions in the base frame. Tensors cross between
+torch and JAX through DLPack, so on a GPU nothing is copied to the host. Friction and base mass are per-env
+fields of a batched model (``vmap`` over those two fields only), drawn per variant like the mujoco backend.
+
+JAX is told not to preallocate GPU memory before it is imported, so it shares the GPU with torch.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # torch lives on the same GPU
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import torch
+from mujoco import mjx
+from mujoco.mjx._src import support
+
+from robolab.assets import RobotModel
+from robolab.envs.backends.base import PhysicsBackend
+
+# Compiling the batched step takes tens of seconds; keep the result across runs unless the user chose a cache.
+if not os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+    jax.config.update("jax_compilation_cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "robolab", "jax"))
+
+_GROUPS = ("foot", "undesired", "termination")
+CPU_CHUNK = 64  # envs vectorised together on a JAX CPU device (see _build_step)
+
+
+def jax_device_for(device: torch.device) -> jax.Device:
+    """The JAX device that holds the same memory as torch's ``device``."""
+    if device.type == "cpu":
+        return jax.devices("cpu")[0]
+    if device.type != "cuda":
+        raise ValueError(f"device={str(device)!r}: the mjx backend runs on 'cpu' or 'cuda[:N]'")
+    index = torch.cuda.current_device() if device.index is None else device.index
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError as err:
+        raise RuntimeError(f"device={str(device)!r} but JAX sees no GPU ({err}); install jax[cuda12]") from None
+    # Every rank's JAX sees every GPU (restricting it with jax_cuda_visible_devices broke device placement:
+    # "Device id 1 is out of range [0, 1)" on 2 x H200); pick the one torch uses by its CUDA ordinal.
+    matches = [d for d in gpus if d.local_hardware_id == index] or gpus[index : index + 1]
+    if not matches:
+        raise RuntimeError(f"device={str(device)!r}: JAX sees GPUs {[d.local_hardware_id for d in gpus]}")
+    return matches[0]
+
+
+def to_jax(tensor: torch.Tensor) -> jax.Array:
+    tensor = tensor.detach().contiguous()
+    if tensor.is_cuda:  # torch exports a CUDA tensor only while its device is the current one
+        with torch.cuda.device(tensor.device):
+            return jax.dlpack.from_dlpack(tensor)
+    return jax.dlpack.from_dlpack(tensor)
+
+
+def to_torch(array: jax.Array) -> torch.Tensor:
+    return torch.from_dlpack(array)
+
+
+class MjxBackend(PhysicsBackend):
+    def __init__(self, robot: RobotModel, num_envs: int, device: str = "cpu", num_variants: int | None = 64):
+        if num_variants is not None and num_variants <= 0:
+            raise ValueError(f"env.backend.num_variants={num_variants}: must be positive (or null: one per env)")
+        self.robot = robot
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        self.jax_device = jax_device_for(self.device)
+        self.num_variants = num_envs if num_variants is None else min(num_variants, num_envs)
+        variant = np.arange(num_envs) * self.num_variants // num_envs  # contiguous blocks, as in the mujoco backend
+        self.variant_of_env = torch.as_tensor(variant, device=self.device)
+        self._variant = jax.device_put(variant, self.jax_device)
+
+        model = robot.model
+        self._mx = mjx.put_model(model, device=self.jax_device)
+        self._nominal_friction = self._mx.geom_friction  # float32 unless JAX runs with x64 enabled
+        self._nominal_mass = self._mx.body_mass
+        self._friction = jnp.broadcast_to(self._nominal_friction, (num_envs, *model.geom_friction.shape))
+        self._mass = jnp.broadcast_to(self._nominal_mass, (num_envs, model.nbody))
+        self._actuator_ids = jnp.asarray(robot.actuator_ids)
+        groups = {g: getattr(robot, f"{g}_body_ids") for g in _GROUPS}
+        self._group_slices, start = {}, 0
+        for g, ids in groups.items():
+            self._group_slices[g] = slice(start, start + len(ids))
+            start += len(ids)
+        self._contact_bodies = jnp.asarray(np.concatenate(list(groups.values())))
+
+        data0 = mjx.make_data(self._mx)
+        self._data = jax.vmap(lambda _: data0)(jnp.arange(num_envs))
+        self._data = jax.device_put(self._data, self.jax_device)
+        n_feet = len(robot.foot_body_ids)
+        self._forces = jnp.zeros((num_envs, len(self._contact_bodies)), device=self.jax_device)
+        self._torques = jnp.zeros((num_envs, len(robot.dof_adr)), device=self.jax_device)
+        self._foot_pos = jnp.zeros((num_envs, n_feet, 3), device=self.jax_device)
+        self._non_finite = jnp.zeros(num_envs, bool, device=self.jax_device)
+        self._step_fns: dict[int, object] = {}
+        self._reset_fn = jax.jit(_reset)
+        self._push_fn = jax.jit(_set_base_velocity)
+        self._render_data: mujoco.MjData | None = None
+
+    # --- stepping -------------------------------------------------------------------------------------
+    def step(self, joint_targets: torch.Tensor, decimation: int) -> None:
+        if decimation not in self._step_fns:
+            self._step_fns[decimation] = jax.jit(self._build_step(decimation))
+        targets = to_jax(joint_targets.to(torch.float32))
+        self._data, self._forces, self._torques, self._foot_pos, self._non_finite = self._step_fns[decimation](
+            self._data, self._friction, self._mass, targets
+        )
+
+    def _build_step(self, decimation: int):
+        mx, robot, bodies = self._mx, self.robot, self._contact_bodies
+        actuator_ids, dof_adr = self._actuator_ids, jnp.asarray(robot.dof_adr)
+        base, feet = robot.base_body_id, jnp.asarray(robot.foot_body_ids)
+
+        def env_step(data, friction, mass, targets):
+            model = mx.tree_replace({"geom_friction": friction, "body_mass": mass})
+            data = data.replace(ctrl=data.ctrl.at[actuator_ids].set(targets))
+
+            def physics_step(d, _):
+                d = mjx.step(model, d)
+                return d, body_contact_force_norms(model, d, bodies)
+
+            data, forces = jax.lax.scan(physics_step, data, None, length=decimation)
+            # Read after the last physics step from positions before its integration, like MuJoCo's sensors.
+            rot = data.xmat[base]
+            foot_pos = (data.xpos[feet] - data.xpos[base]) @ rot
+            torques = data.qfrc_actuator[dof_adr]
+            peak = forces.max(axis=0)
+            finite = (
+                jnp.isfinite(data.qpos).all() & jnp.isfinite(data.qvel).all() & jnp.isfinite(peak).all()
+                & jnp.isfinite(torques).all()
+            )
+            return data, peak, torques, foot_pos, ~finite
+
+        batched = jax.vmap(env_step)
+        if self.jax_device.platform != "cpu":
+            return batched
+        # On the CPU, JAX's batched LAPACK Cholesky splits large batches over the XLA thread pool, and two of
+        # them running at once (MJX factorises in the solver and in the implicit integrator) can deadlock a
+        # small pool: seen with 256 envs on 2 cores, never with 128. Vectorise in chunks below that size.
+        n = self.num_envs
+        chunk = max(c for c in range(1, min(CPU_CHUNK, n) + 1) if n % c == 0)
+
+        def chunked(*args):
+            split = jax.tree.map(lambda x: x.reshape((n // chunk, chunk, *x.shape[1:])), args)
+            out = jax.lax.map(lambda a: batched(*a), split)
+            return jax.tree.map(lambda x: x.reshape((n, *x.shape[2:])), out)
+
+        return chunked
+
+    # --- reads (DLPack views of device arrays; no host copy) ------------------------------------------
+    @property
+    def qpos(self) -> torch.Tensor:
+        return to_torch(self._data.qpos)
+
+    @property
+    def qvel(self) -> torch.Tensor:
+        return to_torch(self._data.qvel)
+
+    def contact_forces(self, group: str) -> torch.Tensor:
+        return to_torch(self._forces[:, self._group_slices[group]])
+
+    @property
+    def joint_torques(self) -> torch.Tensor:
+        return to_torch(self._torques)
+
+    @property
+    def foot_positions(self) -> torch.Tensor:
+        return to_torch(self._foot_pos)
+
+    @property
+    def non_finite(self) -> torch.Tensor:
+        return to_torch(self._non_finite)
+
+    # --- writes (on the device, masked so shapes stay static and nothing recompiles) -------------------
+    def _mask(self, env_ids: torch.Tensor) -> jax.Array:
+        mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        mask[env_ids.to(self.device)] = True
+        return to_jax(mask)
+
+    def _rows(self, env_ids: torch.Tensor, values: torch.Tensor, width: int) -> jax.Array:
+        """A (num_envs, width) array holding ``values`` in the rows of ``env_ids`` (other rows unused)."""
+        full = torch.zeros(self.num_envs, width, dtype=torch.float32, device=self.device)
+        full[env_ids.to(self.device)] = values.to(self.device, torch.float32)
+        return to_jax(full)
+
+    def reset(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        if len(env_ids) == 0:
+            return
+        mask = self._mask(env_ids)
+        nq, nv = self.robot.model.nq, self.robot.model.nv
+        self._data = self._reset_fn(self._data, mask, self._rows(env_ids, qpos, nq), self._rows(env_ids, qvel, nv))
+        keep = ~mask
+        self._forces = self._forces * keep[:, None]
+        self._torques = self._torques * keep[:, None]
+        self._foot_pos = self._foot_pos * keep[:, None, None]
+        self._non_finite = self._non_finite & keep
+
+    def set_base_velocity(self, env_ids: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:
+        if len(env_ids) == 0:
+            return
+        self._data = self._push_fn(self._data, self._mask(env_ids), self._rows(env_ids, lin_vel_xy, 2))
+
+    def set_friction(self, friction: torch.Tensor) -> None:
+        mu = to_jax(friction.to(self.device, torch.float32))[self._variant].astype(self._friction.dtype)
+        self._friction = jnp.broadcast_to(self._nominal_friction, self._friction.shape).at[:, :, 0].set(mu[:, None])
+
+    def set_added_base_mass(self, added_mass: torch.Tensor) -> None:
+        dm = to_jax(added_mass.to(self.device, torch.float32))[self._variant].astype(self._mass.dtype)
+        body = self.robot.base_body_id
+        self._mass = jnp.broadcast_to(self._nominal_mass, self._mass.shape).at[:, body].add(dm)
+
+    def render_data(self, env_id: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        """The MuJoCo model and a forward-computed MjData of one env, for rendering."""
+        model = self.robot.model
+        if self._render_data is None:
+            self._render_data = mujoco.MjData(model)
+        self._render_data.qpos[:] = np.asarray(self._data.qpos[env_id])
+        self._render_data.qvel[:] = np.asarray(self._data.qvel[env_id])
+        mujoco.mj_forward(model, self._render_data)
+        return model, self._render_data
+
+    def corrupt(self, env_ids: torch.Tensor) -> None:
+        """Make the state of ``env_ids`` non-finite (tests and fault injection)."""
+        mask = self._mask(env_ids)
+        self._data = self._data.replace(qvel=jnp.where(mask[:, None], jnp.nan, self._data.qvel))
+
+    def synchronize(self) -> None:
+        jax.block_until_ready((self._data.qpos, self._forces))
+
+    def device_memory_bytes(self) -> int | None:
+        stats = self.jax_device.memory_stats() or {}
+        return stats.get("peak_bytes_in_use")
+
+    def close(self) -> None:
+        self._step_fns.clear()
+
+
+def body_contact_force_norms(model: mjx.Model, data: mjx.Data, bodies: jax.Array) -> jax.Array:
+    """Norm of the net contact force on each of ``bodies`` (what MuJoCo's net-force contact sensor reports)."""
+    contact = data._impl.contact
+    dims = sorted({int(d) for d in np.asarray(contact.dim)})
+    net = jnp.zeros((len(bodies), 3))
+    body_of_geom = jnp.asarray(model.geom_bodyid)
+    for dim in dims:
+        force, idx = support.contact_force_dim(model, data, dim)  # contact frame, rows: normal, tangents
+        world = jnp.einsum("ci,cij->cj", force[:, :3], contact.frame[idx])  # force on geom 2 from geom 1
+        geom = contact.geom[idx]
+        # +1 where the body is the contact's second geom, -1 where it is the first (equal and opposite).
+        sign = (body_of_geom[geom[:, 1]][None] == bodies[:, None]).astype(world.dtype) - (
+            body_of_geom[geom[:, 0]][None] == bodies[:, None]
+        ).astype(world.dtype)
+        net = net + sign @ world
+    return jnp.linalg.norm(net, axis=-1)
+
+
+def _reset(data: mjx.Data, mask: jax.Array, qpos: jax.Array, qvel: jax.Array) -> mjx.Data:
+    """Start ``mask``ed envs from (qpos, qvel) with time, controls, activations and warm start cleared."""
+    def pick(new, old):
+        return jnp.where(mask.reshape((-1,) + (1,) * (old.ndim - 1)), new, old)
+
+    return data.replace(
+        qpos=pick(qpos, data.qpos), qvel=pick(qvel, data.qvel), time=pick(0.0, data.time),
+        ctrl=pick(0.0, data.ctrl), act=pick(0.0, data.act), qacc_warmstart=pick(0.0, data.qacc_warmstart),
+    )
+
+
+def _set_base_velocity(data: mjx.Data, mask: jax.Array, lin_vel_xy: jax.Array) -> mjx.Data:
+    qvel = data.qvel.at[:, :2].set(jnp.where(mask[:, None], lin_vel_xy, data.qvel[:, :2]))
+    return data.replace(qvel=qvel)
