@@ -156,3 +156,12 @@ def test_bad_env_override_is_a_one_line_error(asset_root, tmp_path):
     assert res.returncode == 2
     (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
     assert "no_such_term" in line
+
+
+def test_rough_go2_trains_offline_with_generated_terrain_and_height_scan(asset_root, tmp_path):
+    res = run([sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Rough-Go2", *TINY, "--log_root", str(tmp_path)],
+              asset_root)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (run_path,) = tmp_path.glob("isaac_go2_rough/*")
+    assert (run_path / "model_1.pt").exists()
+    assert "height_scan" in (run_path / "params" / "env.yaml").read_text()
