@@ -16,12 +16,12 @@ LOGS=/tmp/robolab_logs
 walk() {  # walk <name> <timeout_s> <train.py args...>: train from scratch, then evaluate the final policy
   local name=$1 limit=$2; shift 2
   local start; start=$(date +%s)
-  timeout -s TERM "$limit" "$@" --num_envs 4096 --max_iterations 3000 --run_name "$name" --log_root "$LOGS" \
+  timeout -s TERM "$limit" "$@" --num_envs "${ENVS_PER_GPU:-4096}" --max_iterations 3000 --run_name "$name" --log_root "$LOGS" \
     env.backend=mjx agent.save_interval=100 > "$OUT/${name}.log" 2>&1
   local run; run=$(ls -td "$LOGS"/go2_flat/*_"$name" | head -1)
   echo "{\"start_unix_s\": $start, \"run\": \"$run\"}" > "$OUT/${name}_start.json"
   cp "$run"/summary.json "$OUT/${name}_summary.json"; cp "$run"/events.out.tfevents.* "$OUT/${name}.tfevents"
-  CUDA_VISIBLE_DEVICES=0 python3 scripts/play.py --run "$run" --num_envs 1024 --device cuda --no_export \
+  [ -n "${SKIP_PLAY:-}" ] || CUDA_VISIBLE_DEVICES=0 python3 scripts/play.py --run "$run" --num_envs 1024 --device cuda --no_export \
     env.backend=mjx > "$OUT/${name}_play.log" 2>&1
 }
 
@@ -40,5 +40,8 @@ dual)
   timeout 300 python3 scripts/benchmark.py --scaling 1,2 --device cuda --num_envs 16384 --iterations 3 \
     env.backend=mjx --output "$OUT/mjx_scaling_16384envs.json" > "$OUT/scaling.log" 2>&1
   walk walk_2gpu 180 python3 -m torch.distributed.run --standalone --nproc_per_node=2 scripts/train.py --distributed ;;
+dual_half)  # two GPUs holding the one-GPU run's 4096 envs between them (2048 each)
+  ENVS_PER_GPU=2048 SKIP_PLAY=1 walk walk_2gpu_2048 150 \
+    python3 -m torch.distributed.run --standalone --nproc_per_node=2 scripts/train.py --distributed ;;
 esac
 ls -l "$OUT"
