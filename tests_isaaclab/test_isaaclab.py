@@ -165,3 +165,10 @@ def test_rough_go2_trains_offline_with_generated_terrain_and_height_scan(asset_r
     (run_path,) = tmp_path.glob("isaac_go2_rough/*")
     assert (run_path / "model_1.pt").exists()
     assert "height_scan" in (run_path / "params" / "env.yaml").read_text()
+
+
+def test_play_refuses_isaaclab_tasks_in_one_line(asset_root):
+    res = run([sys.executable, str(ROOT / "scripts" / "play.py"), "--task", "RoboLab-Isaac-Velocity-Flat-Go2"], asset_root)
+    assert res.returncode == 2
+    (line,) = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert line.startswith("error: --task RoboLab-Isaac-Velocity-Flat-Go2: play.py evaluates the embedded tasks only")

@@ -9,7 +9,7 @@ import sys
 
 import torch
 
-from robolab import checkpoint
+from robolab import checkpoint, tasks
 from robolab.config import ConfigError, agent_dict, build_env_cfg, compose
 
 # Evaluation conditions: no observation noise and no pushes, one full episode per env.
@@ -112,6 +112,9 @@ def play(argv: list[str] | None = None) -> dict:
     args, overrides = build_parser().parse_known_args(argv)
     if args.num_envs <= 0:
         raise ConfigError(f"--num_envs={args.num_envs}: must be a positive integer")
+    if tasks.task_kwargs(args.task).get("framework") == "isaaclab":
+        raise ConfigError(f"--task {args.task}: play.py evaluates the embedded tasks only; Isaac Lab tasks are "
+                          "trained by scripts/train.py, evaluation and export for them are not implemented yet")
     if args.video:
         check_renderer()
     extra = [f"env.num_envs={args.num_envs}"] + ([f"seed={args.seed}"] if args.seed is not None else [])
