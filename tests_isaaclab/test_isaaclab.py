@@ -167,8 +167,18 @@ def test_rough_go2_trains_offline_with_generated_terrain_and_height_scan(asset_r
     assert "height_scan" in (run_path / "params" / "env.yaml").read_text()
 
 
-def test_play_refuses_isaaclab_tasks_in_one_line(asset_root):
-    res = run([sys.executable, str(ROOT / "scripts" / "play.py"), "--task", "RoboLab-Isaac-Velocity-Flat-Go2"], asset_root)
-    assert res.returncode == 2
-    (line,) = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert line.startswith("error: --task RoboLab-Isaac-Velocity-Flat-Go2: play.py evaluates the embedded tasks only")
+def test_play_evaluates_and_exports_an_isaaclab_policy(asset_root, tmp_path):
+    res = run([sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Flat-Go2", *TINY, "--log_root", str(tmp_path)],
+              asset_root)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (run_path,) = tmp_path.glob("isaac_go2_flat/*")
+    play = [sys.executable, str(ROOT / "scripts" / "play.py"), "--task", "RoboLab-Isaac-Velocity-Flat-Go2",
+            "--run", str(run_path), "--num_envs", "4", "--steps", "20"]
+    res = run(play, asset_root)
+    assert res.returncode == 0, res.stderr[-3000:]
+    result = json.loads(res.stdout[res.stdout.rindex("{\n"):])
+    assert result["checkpoint"].endswith("model_1.pt") and result["steps"] == 20
+    assert 0.0 <= result["lin_vel_tracking_error"] < 10.0 and 0.0 <= result["fall_rate"] <= 1.0
+    assert (run_path / "exported" / "policy.onnx").exists() and (run_path / "exported" / "policy.pt").exists()
+    res = run([*play, "--video"], asset_root)
+    assert res.returncode == 2 and "--video: renders the embedded MuJoCo tasks only" in res.stderr

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 
 import torch
+from omegaconf import OmegaConf
 
 from robolab import checkpoint, tasks
 from robolab.config import ConfigError, agent_dict, build_env_cfg, compose
 
 # Evaluation conditions: no observation noise and no pushes, one full episode per env.
 EVAL_OVERRIDES = ["env.noise.enabled=false", "env.events.push_interval_s=[1e9,1e9]"]
+# Isaac Lab tasks: Isaac Lab's own play settings (no observation noise, no pushes).
+ISAACLAB_EVAL_OVERRIDES = ["env.observations.policy.enable_corruption=false", "env.events.push_robot=null"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +50,17 @@ def resolve_checkpoint(args: argparse.Namespace, experiment: str) -> str:
     return found
 
 
+def tracking_error(env) -> torch.Tensor:
+    """Per-env horizontal velocity tracking error (m/s) of the state the last step reached."""
+    if hasattr(env, "last_tracking_error"):  # the embedded env keeps it from before its resets
+        return env.last_tracking_error.clone()
+    # An Isaac Lab env has already reset terminated envs here: their first-state error is counted instead.
+    base_env = env.unwrapped
+    lin_vel = base_env.scene["robot"].data.root_lin_vel_b.torch[:, :2]
+    command = base_env.command_manager.get_command("base_velocity")[:, :2]
+    return torch.linalg.norm(lin_vel - command, dim=-1)
+
+
 def evaluate(env, policy, steps: int) -> dict:
     """Roll out the deterministic policy; tracking error over all env steps, falls per env."""
     obs = env.get_observations()
@@ -55,7 +70,7 @@ def evaluate(env, policy, steps: int) -> dict:
         for _ in range(steps):
             obs, _, dones, extras = env.step(policy(obs))
             # The error of the state just reached, before any reset of this step overwrote it.
-            errors.append(env.last_tracking_error.clone())
+            errors.append(tracking_error(env))
             fell |= dones.bool() & ~extras["time_outs"].bool()
     return {
         "num_envs": env.num_envs,
@@ -112,23 +127,31 @@ def play(argv: list[str] | None = None) -> dict:
     args, overrides = build_parser().parse_known_args(argv)
     if args.num_envs <= 0:
         raise ConfigError(f"--num_envs={args.num_envs}: must be a positive integer")
-    if tasks.task_kwargs(args.task).get("framework") == "isaaclab":
-        raise ConfigError(f"--task {args.task}: play.py evaluates the embedded tasks only; Isaac Lab tasks are "
-                          "trained by scripts/train.py, evaluation and export for them are not implemented yet")
+    isaaclab_task = tasks.is_isaaclab_task(args.task)
+    if args.video and isaaclab_task:
+        raise ConfigError(f"--video: renders the embedded MuJoCo tasks only, not {args.task}")
     if args.video:
         check_renderer()
     extra = [f"env.num_envs={args.num_envs}"] + ([f"seed={args.seed}"] if args.seed is not None else [])
-    cfg = compose(args.task, EVAL_OVERRIDES + extra + overrides)
+    cfg = compose(args.task, (ISAACLAB_EVAL_OVERRIDES if isaaclab_task else EVAL_OVERRIDES) + extra + overrides)
     agent = agent_dict(cfg)
     ckpt = resolve_checkpoint(args, agent["experiment_name"])
-    env_cfg = build_env_cfg(args.task, cfg.env)
-    env_cfg.seed, env_cfg.device = int(cfg.seed), args.device
 
     from rsl_rl.utils import resolve_callable
 
-    from robolab.envs import VelocityEnv
+    closer = contextlib.ExitStack()
+    if isaaclab_task:
+        from robolab.tasks.isaaclab.vecenv import make_isaaclab_env
 
-    env = VelocityEnv(env_cfg)
+        env = make_isaaclab_env(args.task, OmegaConf.to_container(cfg.env, resolve=True), args.device, int(cfg.seed),
+                                closer)
+    else:
+        from robolab.envs import VelocityEnv
+
+        env_cfg = build_env_cfg(args.task, cfg.env)
+        env_cfg.seed, env_cfg.device = int(cfg.seed), args.device
+        env = VelocityEnv(env_cfg)
+        closer.callback(env.close)
     runner = resolve_callable(agent["runner_class_name"])(env, agent, log_dir=None, device=args.device)
     runner.load(ckpt, map_location=args.device)
     policy = runner.get_inference_policy(device=args.device)
@@ -139,11 +162,11 @@ def play(argv: list[str] | None = None) -> dict:
         runner.export_policy_to_onnx(export_dir, "policy.onnx")
         runner.export_policy_to_jit(export_dir, "policy.pt")
         result["exported"] = [os.path.join(export_dir, "policy.onnx"), os.path.join(export_dir, "policy.pt")]
-    result.update(evaluate(env, policy, args.steps or env.max_episode_length))
+    result.update(evaluate(env, policy, args.steps or int(env.max_episode_length)))
     if args.video:
         video = os.path.join(os.path.dirname(os.path.abspath(ckpt)), "videos", "play.mp4")
         result["video"] = record_video(env, policy, video, args.video_length)
-    env.close()
+    closer.close()
     print(json.dumps(result, indent=2))
     return result
 

@@ -205,7 +205,10 @@ def summary(runner, task_id: str, ctx: DistributedContext, wall_s: float, start_
         "env_steps_per_s": round(session_steps / wall_s, 1) if wall_s > 0 else None,
         "mean_reward": latest.get("Train/mean_reward"),
         "mean_episode_length": latest.get("Train/mean_episode_length"),
-        "lin_vel_tracking_error": latest.get("Metrics/lin_vel_tracking_error"),
+        # Isaac Lab's velocity command logs the same quantity (mean xy error, m/s) under its own name.
+        "lin_vel_tracking_error": latest.get(
+            "Metrics/lin_vel_tracking_error", latest.get("Metrics/base_velocity/error_vel_xy")
+        ),
         "fall_rate": latest.get("Metrics/fall_rate"),
         "non_finite_resets": latest.get("Metrics/non_finite_total"),
         "latest_logged": {k: round(v, 6) for k, v in sorted(latest.items())},  # every statistic, last global value
