@@ -95,6 +95,7 @@ def test_non_finite_mjx_state_resets_only_that_env_and_is_counted():
     assert torch.all(env.episode_length_buf[others] == lengths_before[others] + 1)
     assert extras["log"]["Episode_Termination/non_finite"].item() == 2 and env.non_finite_count == 2
     assert not env.backend.non_finite.any()  # the reset cleared the flag on the device
+    assert torch.isfinite(env.backend.contact_forces("foot")).all() and torch.isfinite(env.backend.joint_torques).all()
     obs, *_ = env.step(torch.zeros(N, 12))
     assert torch.isfinite(obs["critic"]).all() and env.non_finite_count == 2
 

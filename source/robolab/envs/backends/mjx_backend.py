@@ -197,11 +197,11 @@ class MjxBackend(PhysicsBackend):
         mask = self._mask(env_ids)
         nq, nv = self.robot.model.nq, self.robot.model.nv
         self._data = self._reset_fn(self._data, mask, self._rows(env_ids, qpos, nq), self._rows(env_ids, qvel, nv))
-        keep = ~mask
-        self._forces = self._forces * keep[:, None]
-        self._torques = self._torques * keep[:, None]
-        self._foot_pos = self._foot_pos * keep[:, None, None]
-        self._non_finite = self._non_finite & keep
+        # where, not a multiply: a diverged env's readings are NaN, and NaN * 0 stays NaN.
+        self._forces = jnp.where(mask[:, None], 0.0, self._forces)
+        self._torques = jnp.where(mask[:, None], 0.0, self._torques)
+        self._foot_pos = jnp.where(mask[:, None, None], 0.0, self._foot_pos)
+        self._non_finite = self._non_finite & ~mask
 
     def set_base_velocity(self, env_ids: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:
         if len(env_ids) == 0:
