@@ -57,17 +57,20 @@ def load_robot(cfg: RobotCfg, timestep: float = 0.005, sensors: bool = True) -> 
         for joint, limit in zip(cfg.joint_names, cfg.torque_limits):
             rng = spec.joint(joint).range
             _add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, (rng[0], rng[1]))
-    groups = {"foot": cfg.foot_bodies, "undesired": cfg.undesired_contact_bodies,
-              "termination": cfg.termination_contact_bodies}
-    with_sensors = sensors
-    sensors = {g: [_add_contact_sensor(spec, b) for b in bodies] if with_sensors else [] for g, bodies in groups.items()}
-    torque_names = [_add_torque_sensor(spec, joint) for joint in cfg.joint_names] if with_sensors else []
-    foot_pos_names = [_add_foot_position_sensor(spec, f, cfg.base_body) for f in cfg.foot_bodies] if with_sensors else []
+    contact_sensors, torque_names, foot_pos_names = {"foot": [], "undesired": [], "termination": []}, [], []
+    if sensors:
+        contact_sensors = {
+            "foot": [_add_contact_sensor(spec, b) for b in cfg.foot_bodies],
+            "undesired": [_add_contact_sensor(spec, b) for b in cfg.undesired_contact_bodies],
+            "termination": [_add_contact_sensor(spec, b) for b in cfg.termination_contact_bodies],
+        }
+        torque_names = [_add_torque_sensor(spec, joint) for joint in cfg.joint_names]
+        foot_pos_names = [_add_foot_position_sensor(spec, foot, cfg.base_body) for foot in cfg.foot_bodies]
     try:
         model = spec.compile()
     except ValueError as err:
         raise ValueError(f"robot model {cfg.mjcf_path or 'go2 (built-in)'} does not compile: {err}") from None
-    return _index(model, cfg, sensors, torque_names, foot_pos_names)
+    return _index(model, cfg, contact_sensors, torque_names, foot_pos_names)
 
 
 def _load_spec(cfg: RobotCfg) -> mujoco.MjSpec:

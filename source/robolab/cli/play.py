@@ -9,10 +9,10 @@ import os
 import sys
 
 import torch
-from omegaconf import OmegaConf
 
 from robolab import checkpoint, tasks
-from robolab.config import ConfigError, agent_dict, build_env_cfg, compose
+from robolab.cli.train import embedded_env_cfg, open_env
+from robolab.config import ConfigError, agent_dict, compose
 
 # Evaluation conditions: no observation noise and no pushes, one full episode per env.
 EVAL_OVERRIDES = ["env.noise.enabled=false", "env.events.push_interval_s=[1e9,1e9]"]
@@ -140,18 +140,8 @@ def play(argv: list[str] | None = None) -> dict:
     from rsl_rl.utils import resolve_callable
 
     closer = contextlib.ExitStack()
-    if isaaclab_task:
-        from robolab.tasks.isaaclab.vecenv import make_isaaclab_env
-
-        env = make_isaaclab_env(args.task, OmegaConf.to_container(cfg.env, resolve=True), args.device, int(cfg.seed),
-                                closer)
-    else:
-        from robolab.envs import VelocityEnv
-
-        env_cfg = build_env_cfg(args.task, cfg.env)
-        env_cfg.seed, env_cfg.device = int(cfg.seed), args.device
-        env = VelocityEnv(env_cfg)
-        closer.callback(env.close)
+    env_cfg = embedded_env_cfg(args.task, cfg.env, int(cfg.seed), args.device)
+    env, _ = open_env(args.task, env_cfg, cfg.env, args.device, int(cfg.seed), closer)
     runner = resolve_callable(agent["runner_class_name"])(env, agent, log_dir=None, device=args.device)
     runner.load(ckpt, map_location=args.device)
     policy = runner.get_inference_policy(device=args.device)

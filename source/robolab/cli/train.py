@@ -231,6 +231,33 @@ def stop_on_signals(runner):
             signal.signal(sig, handler)
 
 
+def embedded_env_cfg(task_id: str, env_overrides, seed: int, device: str):
+    """The embedded task's env dataclass with ``env.*`` overrides, seed and device; None for an Isaac Lab task."""
+    if tasks.is_isaaclab_task(task_id):
+        return None  # Isaac Lab builds and checks its own config when the env is opened
+    env_cfg = build_env_cfg(task_id, env_overrides)
+    env_cfg.seed, env_cfg.device = seed, device
+    return env_cfg
+
+
+def open_env(task_id: str, env_cfg, env_overrides, device: str, seed: int, closer: contextlib.ExitStack):
+    """The task's env (closed by ``closer``) and the config it was built from, for ``params/env.yaml``.
+
+    ``env_cfg`` comes from ``embedded_env_cfg``; for an Isaac Lab task it is None and ``env_overrides`` are applied
+    to Isaac Lab's config instead.
+    """
+    if env_cfg is None:
+        from robolab.tasks.isaaclab.vecenv import env_config_dict, make_isaaclab_env
+
+        env = make_isaaclab_env(task_id, OmegaConf.to_container(env_overrides, resolve=True), device, seed, closer)
+        return env, env_config_dict(env)
+    from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
+
+    env = VelocityEnv(env_cfg)
+    closer.callback(env.close)
+    return env, env_cfg
+
+
 @dataclass
 class TrainingSession:
     """Everything ``setup`` builds: run it with ``run_training``, or inspect it (tests, notebooks)."""
@@ -260,10 +287,8 @@ def setup(args: argparse.Namespace, hydra_overrides: list[str]) -> TrainingSessi
     seed_everything(seed)
     agent = agent_dict(cfg)
     agent["seed"] = seed
-    isaaclab_task = tasks.is_isaaclab_task(args.task)
-    env_cfg = None if isaaclab_task else build_env_cfg(args.task, cfg.env)
+    env_cfg = embedded_env_cfg(args.task, cfg.env, seed, device)  # config errors before any run directory
     if env_cfg is not None:
-        env_cfg.seed, env_cfg.device = seed, device
         share_cpu_cores(env_cfg, ctx)
     plan = distributed.run_on_main(plan_run, args.log_root, agent["experiment_name"], agent["run_name"], args.resume)
     num_envs = env_cfg.num_envs if env_cfg is not None else cfg.env.get("num_envs", "the task's")
@@ -275,17 +300,7 @@ def setup(args: argparse.Namespace, hydra_overrides: list[str]) -> TrainingSessi
     from rsl_rl.utils import resolve_callable
 
     closer = contextlib.ExitStack()
-    if isaaclab_task:
-        from robolab.tasks.isaaclab.vecenv import env_config_dict, make_isaaclab_env
-
-        env = make_isaaclab_env(args.task, OmegaConf.to_container(cfg.env, resolve=True), device, seed, closer)
-        env_params = env_config_dict(env)
-    else:
-        from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
-
-        env = VelocityEnv(env_cfg)
-        closer.callback(env.close)
-        env_params = env_cfg
+    env, env_params = open_env(args.task, env_cfg, cfg.env, device, seed, closer)
     runner = resolve_callable(agent["runner_class_name"])(
         env, agent, log_dir=plan.run_dir if ctx.is_main else None, device=device, dist_ctx=ctx,
         check_replication_every=int(cfg.distributed.check_replication_every),

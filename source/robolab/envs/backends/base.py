@@ -9,9 +9,21 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+import numpy as np
 import torch
 
 from robolab.assets import RobotModel
+
+
+def variant_blocks(num_envs: int, num_variants: int | None) -> tuple[int, np.ndarray]:
+    """How many physics variants there are and which one each env simulates (contiguous blocks of envs).
+
+    Consecutive envs share a variant, like Isaac Lab's material buckets; ``None`` means one variant per env.
+    """
+    if num_variants is not None and num_variants <= 0:
+        raise ValueError(f"env.backend.num_variants={num_variants}: must be positive (or null: one per env)")
+    count = num_envs if num_variants is None else min(num_variants, num_envs)
+    return count, np.arange(num_envs) * count // num_envs
 
 
 class PhysicsBackend(ABC):

@@ -24,7 +24,7 @@ from mujoco import mjx
 from mujoco.mjx._src import support
 
 from robolab.assets import RobotModel
-from robolab.envs.backends.base import PhysicsBackend
+from robolab.envs.backends.base import PhysicsBackend, variant_blocks
 
 # Compiling the batched step takes tens of seconds; keep the result across runs unless the user chose a cache.
 if not os.environ.get("JAX_COMPILATION_CACHE_DIR"):
@@ -67,14 +67,11 @@ def to_torch(array: jax.Array) -> torch.Tensor:
 
 class MjxBackend(PhysicsBackend):
     def __init__(self, robot: RobotModel, num_envs: int, device: str = "cpu", num_variants: int | None = 64):
-        if num_variants is not None and num_variants <= 0:
-            raise ValueError(f"env.backend.num_variants={num_variants}: must be positive (or null: one per env)")
         self.robot = robot
         self.num_envs = num_envs
         self.device = torch.device(device)
         self.jax_device = jax_device_for(self.device)
-        self.num_variants = num_envs if num_variants is None else min(num_variants, num_envs)
-        variant = np.arange(num_envs) * self.num_variants // num_envs  # contiguous blocks, as in the mujoco backend
+        self.num_variants, variant = variant_blocks(num_envs, num_variants)
         self.variant_of_env = torch.as_tensor(variant, device=self.device)
         self._variant = jax.device_put(variant, self.jax_device)
 

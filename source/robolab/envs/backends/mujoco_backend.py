@@ -18,7 +18,7 @@ import torch
 from mujoco import rollout
 
 from robolab.assets import RobotModel
-from robolab.envs.backends.base import PhysicsBackend
+from robolab.envs.backends.base import PhysicsBackend, variant_blocks
 
 
 def usable_cores() -> int:
@@ -37,11 +37,8 @@ class MujocoBackend(PhysicsBackend):
         self.num_threads = usable_cores() if num_threads is None else num_threads
         if self.num_threads < 0:
             raise ValueError(f"env.backend.num_threads={num_threads}: must be >= 0 (0 = calling thread only)")
-        if num_variants is not None and num_variants <= 0:
-            raise ValueError(f"env.backend.num_variants={num_variants}: must be positive (or null: one per env)")
-        self.num_variants = num_envs if num_variants is None else min(num_variants, num_envs)
+        self.num_variants, variant = variant_blocks(num_envs, num_variants)
         self._variants = [copy.copy(model) for _ in range(self.num_variants)]
-        variant = np.arange(num_envs) * self.num_variants // num_envs  # contiguous blocks
         self.variant_of_env = torch.as_tensor(variant, device=self.device)
         self._models = [self._variants[v] for v in variant]  # mujoco.rollout takes one model per env
         self._datas = [mujoco.MjData(model) for _ in range(max(1, self.num_threads))]

@@ -15,10 +15,10 @@ import importlib.util
 from robolab.tasks.registry import register_task
 
 ROBOTS = {
-    # name: (Isaac Lab config package, flat env cfg class, rough env cfg class, agent cfg class prefix)
-    "Go2": ("go2", "UnitreeGo2FlatEnvCfg", "UnitreeGo2RoughEnvCfg", "UnitreeGo2"),
-    "AnymalD": ("anymal_d", "AnymalDFlatEnvCfg", "AnymalDRoughEnvCfg", "AnymalD"),
-    "G1": ("g1", "G1FlatEnvCfg", "G1RoughEnvCfg", "G1"),
+    # name: (Isaac Lab config package, prefix of its agent cfg classes); env cfgs are in env_cfgs.py
+    "Go2": ("go2", "UnitreeGo2"),
+    "AnymalD": ("anymal_d", "AnymalD"),
+    "G1": ("g1", "G1"),
 }
 ISAACLAB_CONFIGS = "isaaclab_tasks.core.velocity.config"
 
@@ -27,12 +27,8 @@ def isaaclab_available() -> bool:
     return importlib.util.find_spec("isaaclab") is not None and importlib.util.find_spec("isaaclab_tasks") is not None
 
 
-def task_ids() -> list[str]:
-    return [f"RoboLab-Isaac-Velocity-{terrain}-{robot}" for robot in ROBOTS for terrain in ("Flat", "Rough")]
-
-
 def register_isaaclab_tasks() -> None:
-    for robot, (package, flat_cls, rough_cls, agent_prefix) in ROBOTS.items():
+    for robot, (package, agent_prefix) in ROBOTS.items():
         for terrain in ("Flat", "Rough"):
             task_id = f"RoboLab-Isaac-Velocity-{terrain}-{robot}"
             register_task(
