@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from robolab.envs import VelocityEnv, VelocityEnvCfg
+from robolab.envs.velocity_env import REWARD_TERMS
 from rsl_rl.env import VecEnv
 
 
@@ -63,6 +64,30 @@ def test_rewards_are_finite_and_per_term_sums_are_logged_at_episode_end():
     for term in ("track_lin_vel_xy", "feet_air_time", "flat_orientation", "undesired_contacts"):
         assert f"Episode_Reward/{term}" in extras["log"]
     assert extras["log"]["Metrics/fall_rate"].item() == 0.0
+
+
+def test_logged_reward_terms_add_up_to_the_rewards_the_env_returned():
+    env = make_env(episode_length_s=0.2)  # every env times out at step 10
+    total = torch.zeros(env.num_envs)
+    for _ in range(10):
+        _, rew, done, extras = env.step(torch.randn(env.num_envs, env.num_actions) * 0.3)
+        total += rew
+    assert done.all()
+    logged = sum(extras["log"][f"Episode_Reward/{t}"] for t in REWARD_TERMS) * env.cfg.episode_length_s
+    torch.testing.assert_close(logged, total.mean(), rtol=1e-5, atol=1e-6)
+
+
+def test_policy_noise_is_uniform_within_each_terms_width_and_spares_commands_and_actions():
+    env = make_env(num_envs=64)
+    obs, *_ = env.step(torch.randn(env.num_envs, env.num_actions) * 0.3)
+    noise = obs["policy"] - obs["critic"][:, :48]  # the critic holds the same terms without noise
+    nz, j = env.cfg.noise, env.num_actions
+    widths = [nz.base_lin_vel] * 3 + [nz.base_ang_vel] * 3 + [nz.projected_gravity] * 3 + [0.0] * 3 + \
+        [nz.joint_pos] * j + [nz.joint_vel] * j + [0.0] * j
+    width = torch.tensor(widths)
+    assert torch.all(noise.abs() <= width + 1e-6)
+    assert torch.all(noise[:, width == 0] == 0)  # commands and last actions are exact
+    assert torch.all(noise[:, width > 0].abs().amax(dim=0) > 0.5 * width[width > 0])  # and the rest is noisy
 
 
 def test_reset_clears_episode_state_and_resamples():

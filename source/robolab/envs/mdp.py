@@ -28,9 +28,14 @@ class RobotState:
     joint_vel: torch.Tensor  # (N, J)
 
     @staticmethod
-    def from_generalised(qpos: torch.Tensor, qvel: torch.Tensor, qpos_adr, dof_adr) -> RobotState:
+    def from_generalised(
+        qpos: torch.Tensor, qvel: torch.Tensor, qpos_adr, dof_adr, gravity: torch.Tensor | None = None
+    ) -> RobotState:
+        """``gravity``: GRAVITY_DIR on qpos's device, if the caller keeps one (building it is a host-to-device copy)."""
         quat = qpos[:, 3:7] / qpos[:, 3:7].norm(dim=-1, keepdim=True).clamp_min(1e-9)
-        gravity = torch.tensor(GRAVITY_DIR, device=qpos.device).expand(qpos.shape[0], 3)
+        if gravity is None:
+            gravity = torch.tensor(GRAVITY_DIR, device=qpos.device)
+        gravity = gravity.expand(qpos.shape[0], 3)
         return RobotState(
             base_pos=qpos[:, :3],
             base_quat=quat,

@@ -18,6 +18,7 @@ REWARD_TERMS = (
     "track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "joint_torques",
     "joint_acc", "action_rate", "feet_air_time", "undesired_contacts", "flat_orientation",
 )
+GAIT_SCORES = ("trot_score", "pace_score")
 
 
 class VelocityEnv(VecEnv):
@@ -46,6 +47,9 @@ class VelocityEnv(VecEnv):
         self.default_joint_pos = torch.tensor(cfg.robot.default_joint_pos, device=self.device)
         limits = torch.as_tensor(self.robot.joint_limits, dtype=torch.float32, device=self.device)
         self._joint_lo, self._joint_hi = limits[:, 0], limits[:, 1]
+        self._gravity = torch.tensor(mdp.GRAVITY_DIR, device=self.device)
+        self._reward_scale = torch.tensor([getattr(cfg.rewards, n) * self.step_dt for n in REWARD_TERMS], device=self.device)
+        self._noise_scale = self._policy_noise_scale()
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed)
 
@@ -75,8 +79,7 @@ class VelocityEnv(VecEnv):
 
         fell = self._fell() | non_finite
         time_out = self.episode_length_buf >= self.max_episode_length
-        rewards = self._compute_rewards(prev_joint_vel, first_contact)
-        rewards = torch.where(non_finite, torch.zeros_like(rewards), rewards)
+        rewards = self._compute_rewards(prev_joint_vel, first_contact).masked_fill(non_finite, 0.0)
         self._track_metrics(non_finite)
         self._track_gait(foot_contact)
 
@@ -108,12 +111,18 @@ class VelocityEnv(VecEnv):
         n_feet = len(self.cfg.robot.foot_bodies)
         self.feet_air_time = torch.zeros(n, n_feet, device=dev)
         self.last_air_time = torch.zeros(n, n_feet, device=dev)
-        self.episode_sums = {name: torch.zeros(n, device=dev) for name in REWARD_TERMS}
+        # Per-env sums, one column per term: one kernel per step for all terms rather than one per term.
+        self.episode_sums = torch.zeros(n, len(REWARD_TERMS), device=dev)  # weighted rewards, REWARD_TERMS order
         self.episode_tracking_error = torch.zeros(n, device=dev)
         self.episode_steps = torch.zeros(n, device=dev)  # steps actually run (episode_length_buf may start random)
-        self.episode_gait = {name: torch.zeros(n, device=dev) for name in ("trot_score", "pace_score")}
+        self.episode_gait = torch.zeros(n, len(GAIT_SCORES), device=dev)
         self.last_tracking_error = torch.zeros(n, device=dev)
-        self.non_finite_count = 0
+        self._non_finite_total = torch.zeros((), dtype=torch.long, device=dev)  # on the device: no sync per step
+
+    @property
+    def non_finite_count(self) -> int:
+        """Envs reset because their physics state went non-finite, since the start."""
+        return int(self._non_finite_total)
 
     def _uniform(self, low, high, *shape) -> torch.Tensor:
         r = torch.rand(*shape, generator=self.generator, device=self.device)
@@ -123,7 +132,7 @@ class VelocityEnv(VecEnv):
     def _refresh_state(self) -> None:
         qpos = torch.nan_to_num(self.backend.qpos)  # diverged rows are zeroed here and reset this step
         qvel = torch.nan_to_num(self.backend.qvel)
-        self.state = mdp.RobotState.from_generalised(qpos, qvel, self._qpos_adr, self._dof_adr)
+        self.state = mdp.RobotState.from_generalised(qpos, qvel, self._qpos_adr, self._dof_adr, self._gravity)
 
     def _resample_commands(self, env_ids: torch.Tensor) -> None:
         c, n = self.cfg.commands, len(env_ids)
@@ -178,15 +187,9 @@ class VelocityEnv(VecEnv):
         self.backend.reset(env_ids, qpos, qvel)
 
         self.episode_length_buf[env_ids] = 0
-        self.last_actions[env_ids] = 0.0
-        self.feet_air_time[env_ids] = 0.0
-        self.last_air_time[env_ids] = 0.0
-        for sums in self.episode_sums.values():
-            sums[env_ids] = 0.0
-        self.episode_tracking_error[env_ids] = 0.0
-        self.episode_steps[env_ids] = 0.0
-        for sums in self.episode_gait.values():
-            sums[env_ids] = 0.0
+        for buf in (self.last_actions, self.feet_air_time, self.last_air_time, self.episode_sums,
+                    self.episode_tracking_error, self.episode_steps, self.episode_gait):
+            buf[env_ids] = 0.0
         self._resample_commands(env_ids)
         self.push_timer[env_ids] = self._uniform(*e.push_interval_s, n)
 
@@ -208,6 +211,7 @@ class VelocityEnv(VecEnv):
         return body_contact | (self.state.base_pos[:, 2] < t.min_base_height)
 
     def _reward_terms(self, prev_joint_vel: torch.Tensor, first_contact: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Unweighted value of every term in ``REWARD_TERMS`` (dict order is that order)."""
         s, r = self.state, self.cfg.rewards
         return {
             "track_lin_vel_xy": mdp.track_lin_vel_xy_exp(self.commands, s.base_lin_vel, r.tracking_std),
@@ -227,19 +231,17 @@ class VelocityEnv(VecEnv):
         }
 
     def _compute_rewards(self, prev_joint_vel: torch.Tensor, first_contact: torch.Tensor) -> torch.Tensor:
-        total = torch.zeros(self.num_envs, device=self.device)
-        for name, value in self._reward_terms(prev_joint_vel, first_contact).items():
-            weighted = torch.nan_to_num(value) * getattr(self.cfg.rewards, name) * self.step_dt
-            self.episode_sums[name] += weighted
-            total += weighted
-        return total
+        terms = torch.stack(list(self._reward_terms(prev_joint_vel, first_contact).values()), dim=1)
+        weighted = torch.nan_to_num(terms) * self._reward_scale  # weight * dt per term
+        self.episode_sums += weighted
+        return weighted.sum(dim=1)
 
     def _track_metrics(self, non_finite: torch.Tensor) -> None:
-        error = mdp.lin_vel_tracking_error(self.commands, self.state.base_lin_vel)
-        self.last_tracking_error = torch.where(non_finite, torch.zeros_like(error), error)
-        self.episode_tracking_error += torch.where(non_finite, torch.zeros_like(error), error)
+        error = mdp.lin_vel_tracking_error(self.commands, self.state.base_lin_vel).masked_fill(non_finite, 0.0)
+        self.last_tracking_error = error
+        self.episode_tracking_error += error
         self.episode_steps += 1
-        self.non_finite_count += int(non_finite.sum())
+        self._non_finite_total += non_finite.sum()
 
     def _track_gait(self, contact: torch.Tensor) -> None:
         """Quadruped gait pattern: a trot has diagonal feet in step and the two diagonals opposite, a pace lateral."""
@@ -247,37 +249,44 @@ class VelocityEnv(VecEnv):
             return
         fl, fr, rl, rr = contact.unbind(dim=1)
         alternating = fl != fr
-        self.episode_gait["trot_score"] += ((fl == rr) & (fr == rl) & alternating).float()
-        self.episode_gait["pace_score"] += ((fl == rl) & (fr == rr) & alternating).float()
+        trot = (fl == rr) & (fr == rl) & alternating
+        pace = (fl == rl) & (fr == rr) & alternating
+        self.episode_gait += torch.stack((trot, pace), dim=1)  # GAIT_SCORES order
 
     def _log_episodes(self, log: dict, done_ids: torch.Tensor, fell: torch.Tensor, non_finite: torch.Tensor) -> None:
-        for name, sums in self.episode_sums.items():
-            log[f"Episode_Reward/{name}"] = sums[done_ids].mean() / self.cfg.episode_length_s
+        rewards = (self.episode_sums[done_ids].mean(dim=0) / self.cfg.episode_length_s).unbind()
+        log.update({f"Episode_Reward/{name}": value for name, value in zip(REWARD_TERMS, rewards)})
         steps = self.episode_steps[done_ids].clamp_min(1)
         log["Metrics/lin_vel_tracking_error"] = (self.episode_tracking_error[done_ids] / steps).mean()
         log["Metrics/fall_rate"] = fell[done_ids].float().mean()
-        for name, sums in self.episode_gait.items():
-            log[f"Gait/{name}"] = (sums[done_ids] / steps).mean()
+        gait = (self.episode_gait[done_ids] / steps[:, None]).mean(dim=0).unbind()
+        log.update({f"Gait/{name}": value for name, value in zip(GAIT_SCORES, gait)})
         log["Episode_Termination/fell"] = fell[done_ids].float().sum()
         log["Episode_Termination/time_out"] = (~fell[done_ids]).float().sum()
         log["Episode_Termination/non_finite"] = non_finite[done_ids].float().sum()
-        log["Metrics/non_finite_total"] = float(self.non_finite_count)
+        log["Metrics/non_finite_total"] = self._non_finite_total.float()
 
-    def _noise(self, x: torch.Tensor, scale: float) -> torch.Tensor:
-        if not self.cfg.noise.enabled or scale == 0.0:
-            return x
-        return x + self._uniform(-scale, scale, *x.shape)
+    def _policy_noise_scale(self) -> torch.Tensor | None:
+        """Half-width of the uniform noise on each column of a policy frame, or None without noise."""
+        nz, j = self.cfg.noise, self.num_actions
+        widths = [(nz.base_lin_vel, 3), (nz.base_ang_vel, 3), (nz.projected_gravity, 3), (0.0, 3),
+                  (nz.joint_pos, j), (nz.joint_vel, j), (0.0, j)]  # the frame's terms, in _compute_observations order
+        scale = torch.cat([torch.full((n,), float(w), device=self.device) for w, n in widths])
+        return scale if nz.enabled and bool(scale.any()) else None
 
     def _compute_observations(self, foot_contact: torch.Tensor, reset_ids: torch.Tensor | None = None) -> TensorDict:
         """``policy``: noisy proprioception (optionally a history); ``critic`` and ``teacher``: noise-free plus
         privileged terms (the same tensor: the teacher of a distillation run sees what a PPO critic sees)."""
-        s, nz = self.state, self.cfg.noise
+        s = self.state
         joint_pos = s.joint_pos - self.default_joint_pos
-        clean = [s.base_lin_vel, s.base_ang_vel, s.projected_gravity, self.commands, joint_pos, s.joint_vel]
-        noise = [nz.base_lin_vel, nz.base_ang_vel, nz.projected_gravity, 0.0, nz.joint_pos, nz.joint_vel]
-        frame = torch.cat([self._noise(x, k) for x, k in zip(clean, noise)] + [self.last_actions], dim=1)
+        clean = torch.cat([s.base_lin_vel, s.base_ang_vel, s.projected_gravity, self.commands, joint_pos,
+                           s.joint_vel, self.last_actions], dim=1)
+        frame = clean
+        if self._noise_scale is not None:  # one draw for the whole frame: uniform in [-scale, scale] per column
+            frame = clean + self._noise_scale * (2.0 * torch.rand(clean.shape, generator=self.generator,
+                                                                  device=self.device) - 1.0)
         privileged = [self.friction[:, None], self.added_base_mass[:, None], foot_contact]
-        critic = torch.cat(clean + [self.last_actions] + privileged, dim=1)
+        critic = torch.cat([clean, *privileged], dim=1)
         groups = {"policy": self._stack_history(frame, reset_ids), "critic": critic, "teacher": critic}
         if self.cfg.amp_terms:
             groups["amp"] = self._amp_state()

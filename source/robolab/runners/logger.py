@@ -58,11 +58,16 @@ class Logger(RslRlLogger):
         if self.rewbuffer:
             sums[REWARD_KEY] = (float(sum(self.rewbuffer)), float(len(self.rewbuffer)))
             sums[LENGTH_KEY] = (float(sum(self.lenbuffer)), float(len(self.lenbuffer)))
+        # Values stay on the device until one transfer at the end: reading each (24 steps x ~20 keys) would
+        # wait for the GPU hundreds of times per iteration.
+        values: dict[str, list[torch.Tensor]] = {}
         for ep_info in self.ep_extras:
             for key, value in ep_info.items():
-                value = torch.as_tensor(value, dtype=torch.float64).flatten()
-                total, count = sums.get(key, (0.0, 0.0))
-                sums[key] = (total + float(value.sum()), count + value.numel())
+                values.setdefault(key, []).append(torch.as_tensor(value, dtype=torch.float64, device=self.device).flatten())
+        if values:
+            totals = torch.stack([torch.cat(parts).sum() for parts in values.values()]).tolist()
+            for (key, parts), total in zip(values.items(), totals):
+                sums[key] = (total, float(sum(p.numel() for p in parts)))
         return sums
 
     def reduce_statistics(self) -> dict[str, float]:

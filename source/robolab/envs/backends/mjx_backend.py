@@ -2,8 +2,10 @@
 
 The batched ``mjx.Data`` stays on the device. One compiled call per control step applies the PD targets and
 runs ``decimation`` physics steps (a ``lax.scan``), and also returns what the MDP reads: the peak per-body
-contact force over the step, actuator torques and foot positions in the base frame. Tensors cross between
-torch and JAX through DLPack, so on a GPU nothing is copied to the host. Friction and base mass are per-env
+contact force over the step (already split by body group), actuator torques and foot positions in the base
+frame. A reset, readings included, is one compiled call too: every eager JAX operation issued from Python costs
+about half a millisecond on a GPU, which at a few thousand envs was a third of the control step. Tensors cross
+between torch and JAX through DLPack, so on a GPU nothing is copied to the host. Friction and base mass are per-env
 fields of a batched model (``vmap`` over those two fields only), drawn per variant like the mujoco backend.
 
 JAX is told not to preallocate GPU memory before it is imported, so it shares the GPU with torch.
@@ -12,6 +14,7 @@ JAX is told not to preallocate GPU memory before it is imported, so it shares th
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # torch lives on the same GPU
 
@@ -65,6 +68,19 @@ def to_torch(array: jax.Array) -> torch.Tensor:
     return torch.from_dlpack(array)
 
 
+class Readings(NamedTuple):
+    """What the MDP reads after a control step, kept on the device beside ``mjx.Data``.
+
+    Contact forces come one array per body group, computed inside the compiled step: slicing a JAX array
+    from Python is an eager dispatch costing about half a millisecond on a GPU, several per control step.
+    """
+
+    forces: dict[str, jax.Array]  # group -> (num_envs, bodies in group), peak over the control step
+    torques: jax.Array  # (num_envs, joints)
+    foot_pos: jax.Array  # (num_envs, feet, 3), base frame
+    non_finite: jax.Array  # (num_envs,) bool
+
+
 class MjxBackend(PhysicsBackend):
     def __init__(self, robot: RobotModel, num_envs: int, device: str = "cpu", num_variants: int | None = 64):
         self.robot = robot
@@ -82,21 +98,22 @@ class MjxBackend(PhysicsBackend):
         self._friction = jnp.broadcast_to(self._nominal_friction, (num_envs, *model.geom_friction.shape))
         self._mass = jnp.broadcast_to(self._nominal_mass, (num_envs, model.nbody))
         self._actuator_ids = jnp.asarray(robot.actuator_ids)
-        groups = {g: getattr(robot, f"{g}_body_ids") for g in _GROUPS}
-        self._group_slices, start = {}, 0
-        for g, ids in groups.items():
-            self._group_slices[g] = slice(start, start + len(ids))
-            start += len(ids)
-        self._contact_bodies = jnp.asarray(np.concatenate(list(groups.values())))
+        self._groups = {g: jnp.asarray(getattr(robot, f"{g}_body_ids")) for g in _GROUPS}
 
         data0 = mjx.make_data(self._mx)
         self._data = jax.vmap(lambda _: data0)(jnp.arange(num_envs))
         self._data = jax.device_put(self._data, self.jax_device)
-        n_feet = len(robot.foot_body_ids)
-        self._forces = jnp.zeros((num_envs, len(self._contact_bodies)), device=self.jax_device)
-        self._torques = jnp.zeros((num_envs, len(robot.dof_adr)), device=self.jax_device)
-        self._foot_pos = jnp.zeros((num_envs, n_feet, 3), device=self.jax_device)
-        self._non_finite = jnp.zeros(num_envs, bool, device=self.jax_device)
+
+        def zeros(*shape, dtype=jnp.float32):
+            return jnp.zeros((num_envs, *shape), dtype, device=self.jax_device)
+
+        self._readings = Readings(
+            forces={g: zeros(len(ids)) for g, ids in self._groups.items()},
+            torques=zeros(len(robot.dof_adr)),
+            foot_pos=zeros(len(robot.foot_body_ids), 3),
+            non_finite=zeros(dtype=bool),
+        )
+        self._views: dict[str, torch.Tensor] = {}  # torch views of the current state, made once per step
         self._step_fns: dict[int, object] = {}
         self._reset_fn = jax.jit(_reset)
         self._push_fn = jax.jit(_set_base_velocity)
@@ -107,14 +124,15 @@ class MjxBackend(PhysicsBackend):
         if decimation not in self._step_fns:
             self._step_fns[decimation] = jax.jit(self._build_step(decimation))
         targets = to_jax(joint_targets.to(torch.float32))
-        self._data, self._forces, self._torques, self._foot_pos, self._non_finite = self._step_fns[decimation](
-            self._data, self._friction, self._mass, targets
-        )
+        self._data, self._readings = self._step_fns[decimation](self._data, self._friction, self._mass, targets)
+        self._views.clear()
 
     def _build_step(self, decimation: int):
-        mx, robot, bodies = self._mx, self.robot, self._contact_bodies
+        mx, robot, groups = self._mx, self.robot, self._groups
         actuator_ids, dof_adr = self._actuator_ids, jnp.asarray(robot.dof_adr)
         base, feet = robot.base_body_id, jnp.asarray(robot.foot_body_ids)
+        bodies = jnp.concatenate(list(groups.values()))
+        splits = np.cumsum([len(ids) for ids in groups.values()])[:-1]
 
         def env_step(data, friction, mass, targets):
             model = mx.tree_replace({"geom_friction": friction, "body_mass": mass})
@@ -134,7 +152,8 @@ class MjxBackend(PhysicsBackend):
                 jnp.isfinite(data.qpos).all() & jnp.isfinite(data.qvel).all() & jnp.isfinite(peak).all()
                 & jnp.isfinite(torques).all()
             )
-            return data, peak, torques, foot_pos, ~finite
+            by_group = dict(zip(groups, jnp.split(peak, splits)))
+            return data, Readings(forces=by_group, torques=torques, foot_pos=foot_pos, non_finite=~finite)
 
         batched = jax.vmap(env_step)
         if self.jax_device.platform != "cpu":
@@ -153,28 +172,33 @@ class MjxBackend(PhysicsBackend):
         return chunked
 
     # --- reads (DLPack views of device arrays; no host copy) ------------------------------------------
+    def _view(self, name: str, array: jax.Array) -> torch.Tensor:
+        if name not in self._views:
+            self._views[name] = to_torch(array)
+        return self._views[name]
+
     @property
     def qpos(self) -> torch.Tensor:
-        return to_torch(self._data.qpos)
+        return self._view("qpos", self._data.qpos)
 
     @property
     def qvel(self) -> torch.Tensor:
-        return to_torch(self._data.qvel)
+        return self._view("qvel", self._data.qvel)
 
     def contact_forces(self, group: str) -> torch.Tensor:
-        return to_torch(self._forces[:, self._group_slices[group]])
+        return self._view(group, self._readings.forces[group])
 
     @property
     def joint_torques(self) -> torch.Tensor:
-        return to_torch(self._torques)
+        return self._view("torques", self._readings.torques)
 
     @property
     def foot_positions(self) -> torch.Tensor:
-        return to_torch(self._foot_pos)
+        return self._view("foot_pos", self._readings.foot_pos)
 
     @property
     def non_finite(self) -> torch.Tensor:
-        return to_torch(self._non_finite)
+        return self._view("non_finite", self._readings.non_finite)
 
     # --- writes (on the device, masked so shapes stay static and nothing recompiles) -------------------
     def _mask(self, env_ids: torch.Tensor) -> jax.Array:
@@ -191,19 +215,17 @@ class MjxBackend(PhysicsBackend):
     def reset(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         if len(env_ids) == 0:
             return
-        mask = self._mask(env_ids)
         nq, nv = self.robot.model.nq, self.robot.model.nv
-        self._data = self._reset_fn(self._data, mask, self._rows(env_ids, qpos, nq), self._rows(env_ids, qvel, nv))
-        # where, not a multiply: a diverged env's readings are NaN, and NaN * 0 stays NaN.
-        self._forces = jnp.where(mask[:, None], 0.0, self._forces)
-        self._torques = jnp.where(mask[:, None], 0.0, self._torques)
-        self._foot_pos = jnp.where(mask[:, None, None], 0.0, self._foot_pos)
-        self._non_finite = self._non_finite & ~mask
+        self._data, self._readings = self._reset_fn(
+            self._data, self._readings, self._mask(env_ids), self._rows(env_ids, qpos, nq), self._rows(env_ids, qvel, nv)
+        )
+        self._views.clear()
 
     def set_base_velocity(self, env_ids: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:
         if len(env_ids) == 0:
             return
         self._data = self._push_fn(self._data, self._mask(env_ids), self._rows(env_ids, lin_vel_xy, 2))
+        self._views.clear()
 
     def set_friction(self, friction: torch.Tensor) -> None:
         mu = to_jax(friction.to(self.device, torch.float32))[self._variant].astype(self._friction.dtype)
@@ -228,9 +250,10 @@ class MjxBackend(PhysicsBackend):
         """Make the state of ``env_ids`` non-finite (tests and fault injection)."""
         mask = self._mask(env_ids)
         self._data = self._data.replace(qvel=jnp.where(mask[:, None], jnp.nan, self._data.qvel))
+        self._views.clear()
 
     def synchronize(self) -> None:
-        jax.block_until_ready((self._data.qpos, self._forces))
+        jax.block_until_ready((self._data, self._readings))
 
     def device_memory_bytes(self) -> int | None:
         stats = self.jax_device.memory_stats() or {}
@@ -258,15 +281,19 @@ def body_contact_force_norms(model: mjx.Model, data: mjx.Data, bodies: jax.Array
     return jnp.linalg.norm(net, axis=-1)
 
 
-def _reset(data: mjx.Data, mask: jax.Array, qpos: jax.Array, qvel: jax.Array) -> mjx.Data:
-    """Start ``mask``ed envs from (qpos, qvel) with time, controls, activations and warm start cleared."""
+def _reset(
+    data: mjx.Data, readings: Readings, mask: jax.Array, qpos: jax.Array, qvel: jax.Array
+) -> tuple[mjx.Data, Readings]:
+    """Start ``mask``ed envs from (qpos, qvel) with time, controls, activations, warm start and readings cleared."""
     def pick(new, old):
+        # where, not a multiply by the mask: a diverged env's values are NaN, and NaN * 0 stays NaN.
         return jnp.where(mask.reshape((-1,) + (1,) * (old.ndim - 1)), new, old)
 
-    return data.replace(
+    data = data.replace(
         qpos=pick(qpos, data.qpos), qvel=pick(qvel, data.qvel), time=pick(0.0, data.time),
         ctrl=pick(0.0, data.ctrl), act=pick(0.0, data.act), qacc_warmstart=pick(0.0, data.qacc_warmstart),
     )
+    return data, jax.tree.map(lambda x: pick(jnp.zeros_like(x), x), readings)
 
 
 def _set_base_velocity(data: mjx.Data, mask: jax.Array, lin_vel_xy: jax.Array) -> mjx.Data:
