@@ -140,7 +140,7 @@ class VelocityEnv(VecEnv):
             [self._uniform(*c.lin_vel_x, n), self._uniform(*c.lin_vel_y, n), self._uniform(*c.ang_vel_z, n)], dim=1
         )
         standing = torch.rand(n, generator=self.generator, device=self.device) < c.standing_fraction
-        cmd[standing] = 0.0
+        cmd.masked_fill_(standing[:, None], 0.0)  # not cmd[standing]: boolean indexing waits for the GPU
         self.commands[env_ids] = cmd
         self.heading_target[env_ids] = self._uniform(*c.heading, n)
         self.command_timer[env_ids] = c.resampling_time_s
