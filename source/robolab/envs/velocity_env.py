@@ -49,7 +49,6 @@ class VelocityEnv(VecEnv):
         self._joint_lo, self._joint_hi = limits[:, 0], limits[:, 1]
         self._gravity = torch.tensor(mdp.GRAVITY_DIR, device=self.device)
         self._reward_scale = torch.tensor([getattr(cfg.rewards, n) * self.step_dt for n in REWARD_TERMS], device=self.device)
-        self._noise_scale = self._policy_noise_scale()
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed)
 
@@ -57,6 +56,7 @@ class VelocityEnv(VecEnv):
         self._randomise_physics()
         self._reset_envs(torch.arange(self.num_envs, device=self.device))
         self._refresh_state()
+        self._noise_scale = self._policy_noise_scale()
         self._policy_history: torch.Tensor | None = None  # (N, history, frame), filled by the first observation
         self._obs = self._compute_observations(torch.zeros(self.num_envs, len(cfg.robot.foot_bodies), device=self.device))
 
@@ -266,21 +266,25 @@ class VelocityEnv(VecEnv):
         log["Episode_Termination/non_finite"] = non_finite[done_ids].float().sum()
         log["Metrics/non_finite_total"] = self._non_finite_total.float()
 
+    def _policy_frame_terms(self) -> list[tuple[torch.Tensor, float]]:
+        """The terms of one policy frame, in order, each with its noise half-width (the critic's are noise-free)."""
+        s, nz = self.state, self.cfg.noise
+        return [
+            (s.base_lin_vel, nz.base_lin_vel), (s.base_ang_vel, nz.base_ang_vel),
+            (s.projected_gravity, nz.projected_gravity), (self.commands, 0.0),
+            (s.joint_pos - self.default_joint_pos, nz.joint_pos), (s.joint_vel, nz.joint_vel), (self.last_actions, 0.0),
+        ]
+
     def _policy_noise_scale(self) -> torch.Tensor | None:
         """Half-width of the uniform noise on each column of a policy frame, or None without noise."""
-        nz, j = self.cfg.noise, self.num_actions
-        widths = [(nz.base_lin_vel, 3), (nz.base_ang_vel, 3), (nz.projected_gravity, 3), (0.0, 3),
-                  (nz.joint_pos, j), (nz.joint_vel, j), (0.0, j)]  # the frame's terms, in _compute_observations order
-        scale = torch.cat([torch.full((n,), float(w), device=self.device) for w, n in widths])
-        return scale if nz.enabled and bool(scale.any()) else None
+        widths = [torch.full((x.shape[1],), float(w), device=self.device) for x, w in self._policy_frame_terms()]
+        scale = torch.cat(widths)
+        return scale if self.cfg.noise.enabled and bool(scale.any()) else None
 
     def _compute_observations(self, foot_contact: torch.Tensor, reset_ids: torch.Tensor | None = None) -> TensorDict:
         """``policy``: noisy proprioception (optionally a history); ``critic`` and ``teacher``: noise-free plus
         privileged terms (the same tensor: the teacher of a distillation run sees what a PPO critic sees)."""
-        s = self.state
-        joint_pos = s.joint_pos - self.default_joint_pos
-        clean = torch.cat([s.base_lin_vel, s.base_ang_vel, s.projected_gravity, self.commands, joint_pos,
-                           s.joint_vel, self.last_actions], dim=1)
+        clean = torch.cat([x for x, _ in self._policy_frame_terms()], dim=1)
         frame = clean
         if self._noise_scale is not None:  # one draw for the whole frame: uniform in [-scale, scale] per column
             frame = clean + self._noise_scale * (2.0 * torch.rand(clean.shape, generator=self.generator,

@@ -118,7 +118,7 @@ class MjxBackend(PhysicsBackend):
             foot_pos=zeros(len(robot.foot_body_ids), 3),
             non_finite=zeros(dtype=bool),
         )
-        self._views: dict[str, torch.Tensor] = {}  # torch views of the current state, made once per step
+        self._views: dict[str, tuple[jax.Array, torch.Tensor]] = {}  # name -> (array, its torch view)
         self._step_fns: dict[int, object] = {}
         self._reset_fn = self._on_leaves(_reset)
         self._push_fn = self._on_leaves(_set_base_velocity)
@@ -145,7 +145,6 @@ class MjxBackend(PhysicsBackend):
             self._step_fns[decimation] = self._on_leaves(self._build_step(decimation))
         targets = to_jax(joint_targets.to(torch.float32))
         self._leaves, self._readings = self._step_fns[decimation](self._leaves, self._friction, self._mass, targets)
-        self._views.clear()
 
     def _build_step(self, decimation: int):
         mx, robot, groups = self._mx, self.robot, self._groups
@@ -193,9 +192,11 @@ class MjxBackend(PhysicsBackend):
 
     # --- reads (DLPack views of device arrays; no host copy) ------------------------------------------
     def _view(self, name: str, array: jax.Array) -> torch.Tensor:
-        if name not in self._views:
-            self._views[name] = to_torch(array)
-        return self._views[name]
+        """A torch view of ``array``, made once per array (the MDP reads each several times per step)."""
+        cached = self._views.get(name)
+        if cached is None or cached[0] is not array:
+            cached = self._views[name] = (array, to_torch(array))
+        return cached[1]
 
     @property
     def qpos(self) -> torch.Tensor:
@@ -237,13 +238,11 @@ class MjxBackend(PhysicsBackend):
         if len(env_ids) == 0:
             return
         self._leaves, self._readings = self._reset_fn(self._leaves, self._readings, self._rows(env_ids, qpos, qvel))
-        self._views.clear()
 
     def set_base_velocity(self, env_ids: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:
         if len(env_ids) == 0:
             return
         (self._leaves,) = self._push_fn(self._leaves, self._rows(env_ids, lin_vel_xy))
-        self._views.clear()
 
     def set_friction(self, friction: torch.Tensor) -> None:
         mu = to_jax(friction.to(self.device, torch.float32))[self._variant].astype(self._friction.dtype)
@@ -266,11 +265,8 @@ class MjxBackend(PhysicsBackend):
 
     def corrupt(self, env_ids: torch.Tensor) -> None:
         """Make the state of ``env_ids`` non-finite (tests and fault injection)."""
-        ids = env_ids.to(self.device)
-        mask = to_jax(torch.zeros(self.num_envs, dtype=torch.bool, device=self.device).index_fill_(0, ids, True))
-        qvel = self._leaves[self._qvel_leaf]
-        self._leaves[self._qvel_leaf] = jnp.where(mask[:, None], jnp.nan, qvel)
-        self._views.clear()
+        marked = self._rows(env_ids)[:, :1] > 0.5
+        self._leaves[self._qvel_leaf] = jnp.where(marked, jnp.nan, self._leaves[self._qvel_leaf])
 
     def synchronize(self) -> None:
         jax.block_until_ready((self._leaves, self._readings))
