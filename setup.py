@@ -23,9 +23,11 @@ setup(
     keywords=EXTENSION["package"]["keywords"],
     license="BSD-3-Clause",
     python_requires=">=3.10",
-    package_dir={"": "source"},
-    packages=find_packages(where="source"),
-    package_data={"robolab": ["amp/data/*.npz"]},
+    # The Hydra config tree lives at the top level (config/) and ships inside the package as robolab.hydra_configs,
+    # so a wheel or a non-editable install finds it through importlib.resources.
+    package_dir={"": "source", "robolab.hydra_configs": "config"},
+    packages=[*find_packages(where="source"), "robolab.hydra_configs"],
+    package_data={"robolab": ["amp/data/*.npz"], "robolab.hydra_configs": ["*.yaml", "*/*.yaml", "*/*/*.yaml"]},
     install_requires=EXTENSION["python"]["requires"],
     extras_require=EXTENSION["python"]["extras"],
     # Isaac Lab's CLI (`isaaclab train`, `isaaclab list_envs`) imports the task modules of this group.

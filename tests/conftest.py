@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dataclasses
+
 import pytest
+from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "scripts" / "train.py")
@@ -53,3 +56,8 @@ TINY = [
 @pytest.fixture
 def log_root(tmp_path) -> str:
     return str(tmp_path / "logs")
+
+
+def go2_robot(**changes):
+    """The built-in Go2-class robot's config (``go2_robot_cfg``) with ``changes``."""
+    return dataclasses.replace(go2_robot_cfg(), **changes)

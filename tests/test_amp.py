@@ -13,11 +13,12 @@ from robolab.amp.discriminator import Discriminator, gradient_penalty
 from robolab.amp.features import AMP_TERMS
 from robolab.amp.gait import GaitCfg, foot_positions, generate_clip, leg_geometry, leg_ik
 from robolab.amp.motion import MotionFormatError, MotionLibrary, load_clip
-from robolab.assets import RobotCfg, load_robot
+from conftest import go2_robot
+from robolab.assets import load_robot
 from test_distributed import torchrun
 
 DATA = ROOT / "source" / "robolab" / "amp" / "data"
-ROBOT = RobotCfg()
+ROBOT = go2_robot()
 MOTION = [sys.executable, str(ROOT / "scripts" / "motion.py")]
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from robolab.envs import VelocityEnv, VelocityEnvCfg
+from robolab.envs import VelocityEnv
+from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
 from robolab.envs.velocity_env import REWARD_TERMS
 from rsl_rl.env import VecEnv
 
 
 def make_env(num_envs=8, seed=0, **kw) -> VelocityEnv:
-    cfg = VelocityEnvCfg(num_envs=num_envs, seed=seed, **kw)
+    cfg = Go2FlatEnvCfg(num_envs=num_envs, seed=seed, **kw)
     cfg.backend.num_threads = 1
     return VelocityEnv(cfg)
 
@@ -45,9 +46,9 @@ def test_same_seed_same_trajectory_different_seed_differs():
 
 
 def test_thread_count_does_not_change_results():
-    cfg1 = VelocityEnvCfg(num_envs=8, seed=1)
+    cfg1 = Go2FlatEnvCfg(num_envs=8, seed=1)
     cfg1.backend.num_threads = 1
-    cfg2 = VelocityEnvCfg(num_envs=8, seed=1)
+    cfg2 = Go2FlatEnvCfg(num_envs=8, seed=1)
     cfg2.backend.num_threads = 2
     a, b = rollout(VelocityEnv(cfg1), 10), rollout(VelocityEnv(cfg2), 10)
     assert torch.equal(a[-1][1], b[-1][1])
@@ -73,7 +74,7 @@ def test_logged_reward_terms_add_up_to_the_rewards_the_env_returned():
         _, rew, done, extras = env.step(torch.randn(env.num_envs, env.num_actions) * 0.3)
         total += rew
     assert done.all()
-    logged = sum(extras["log"][f"Episode_Reward/{t}"] for t in REWARD_TERMS) * env.cfg.episode_length_s
+    logged = sum(extras["log"][f"Episode_Reward/{t.name}"] for t in REWARD_TERMS) * env.cfg.episode_length_s
     torch.testing.assert_close(logged, total.mean(), rtol=1e-5, atol=1e-6)
 
 
@@ -137,7 +138,7 @@ def test_falling_robot_terminates_without_time_out():
 
 def test_invalid_num_envs_is_rejected():
     with pytest.raises(ValueError, match="num_envs=0"):
-        VelocityEnv(VelocityEnvCfg(num_envs=0))
+        VelocityEnv(Go2FlatEnvCfg(num_envs=0))
 
 
 def test_unmodified_rsl_rl_runner_trains_on_the_env(tmp_path):
@@ -161,7 +162,7 @@ def test_unmodified_rsl_rl_runner_trains_on_the_env(tmp_path):
 
 @pytest.mark.parametrize("num_variants, expected", [(4, 4), (None, 16)])
 def test_randomised_friction_and_mass_reach_the_simulated_models(num_variants, expected):
-    cfg = VelocityEnvCfg(num_envs=16, seed=0)
+    cfg = Go2FlatEnvCfg(num_envs=16, seed=0)
     cfg.backend.num_threads, cfg.backend.num_variants = 1, num_variants
     env = VelocityEnv(cfg)
     assert len(set(env.friction.tolist())) == expected
@@ -177,7 +178,7 @@ def test_randomised_friction_and_mass_reach_the_simulated_models(num_variants, e
 
 
 def test_policy_history_stacks_frames_oldest_first_and_restarts_flat_after_reset():
-    cfg = VelocityEnvCfg(num_envs=4, seed=0, policy_history=3, episode_length_s=0.1)  # 5-step episodes
+    cfg = Go2FlatEnvCfg(num_envs=4, seed=0, policy_history=3, episode_length_s=0.1)  # 5-step episodes
     cfg.backend.num_threads = 1
     env = VelocityEnv(cfg)
     first = env.get_observations()["policy"]

@@ -78,3 +78,44 @@ def test_feet_air_time_pays_at_touchdown_only_while_moving():
 
 def test_tracking_error_metric_is_euclidean():
     assert mdp.lin_vel_tracking_error(torch.tensor([[1.0, 0.0, 0.0]]), torch.tensor([[0.0, 0.0, 9.0]])).item() == 1.0
+
+
+def test_gait_scores_from_foot_groups():
+    from robolab.envs.velocity_terms import GaitScores
+    from robolab.tasks.velocity.go2.env_cfgs import quadruped_gaits
+
+    feet = ["FL_foot", "FR_foot", "RL_foot", "RR_foot"]
+    contact = torch.tensor([[a, b, c, d] for a in (0, 1) for b in (0, 1) for c in (0, 1) for d in (0, 1)]).bool()
+    scores = GaitScores(quadruped_gaits(), feet, torch.device("cpu"))(contact)
+    fl, fr, rl, rr = contact.unbind(dim=1)
+    trot = (fl == rr) & (fr == rl) & (fl != fr)  # diagonals together, the two diagonals opposite
+    pace = (fl == rl) & (fr == rr) & (fl != fr)
+    assert torch.equal(scores, torch.stack((trot, pace), dim=1)) and int(trot.sum()) == int(pace.sum()) == 2
+    # a biped walks with its two feet in opposite states; any number of feet and patterns
+    walk = GaitScores({"walk": [["L"], ["R"]], "hop": [["L", "R"], ["L"]]}, ["L", "R"], torch.device("cpu"))
+    both = walk(torch.tensor([[True, False], [True, True], [False, True]]))
+    assert both[:, 0].tolist() == [True, False, True]
+    with pytest.raises(ValueError, match=r"env.gaits.run=.*groups of feet from"):
+        GaitScores({"run": [["FL_foot", "XX_foot"], ["FR_foot"]]}, feet, torch.device("cpu"))
+
+
+def test_a_reward_term_is_one_table_entry(monkeypatch):
+    """Adding a term to REWARD_TERMS is enough for it to be weighted, summed into the reward and logged."""
+    from robolab.envs import VelocityEnv, velocity_env
+    from robolab.envs.velocity_terms import RewardTerm
+    from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
+
+    extra = RewardTerm("base_height", "lin_vel_z", lambda env: env.state.base_pos[:, 2])  # reuses a weight field
+    monkeypatch.setattr(velocity_env, "REWARD_TERMS", (*velocity_env.REWARD_TERMS, extra))
+    cfg = Go2FlatEnvCfg(num_envs=4, episode_length_s=0.04)  # 2-step episodes
+    cfg.backend.num_threads = 1
+    env = VelocityEnv(cfg)
+    _, _, _, extras = env.step(torch.zeros(4, env.num_actions))
+    _, _, done, extras = env.step(torch.zeros(4, env.num_actions))
+    assert bool(done.all()) and "Episode_Reward/base_height" in extras["log"]
+    assert float(extras["log"]["Episode_Reward/base_height"]) < 0  # weighted by lin_vel_z's negative weight
+    env.close()
+    bad = RewardTerm("bad", "no_such_weight", lambda env: env.state.base_pos[:, 2])
+    monkeypatch.setattr(velocity_env, "REWARD_TERMS", (bad,))
+    with pytest.raises(ValueError, match="env.rewards.no_such_weight is not a field"):
+        VelocityEnv(cfg)

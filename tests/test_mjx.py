@@ -13,15 +13,17 @@ one of 8 envs at the 4th MDP step below), so the MDP comparison covers the first
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import torch
-from conftest import TINY, run, train_cmd
+from conftest import TINY, clean_env, run, train_cmd
 
 pytest.importorskip("mujoco.mjx", reason="the mjx extra (mujoco-mjx, jax) is part of the test extra")
 
-from robolab.assets import RobotCfg
-from robolab.envs import VelocityEnv, VelocityEnvCfg
+from conftest import go2_robot
+from robolab.envs import VelocityEnv
+from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
 from robolab.envs.backends import make_backend
 from robolab.envs.velocity_env_cfg import BackendCfg
 
@@ -29,8 +31,8 @@ N = 8
 
 
 def backends():
-    c = make_backend(BackendCfg(name="mujoco", num_threads=1), RobotCfg(), 0.005, N, "cpu")
-    j = make_backend(BackendCfg(name="mjx"), RobotCfg(), 0.005, N, "cpu")
+    c = make_backend(BackendCfg(name="mujoco", num_threads=1), go2_robot(), 0.005, N, "cpu")
+    j = make_backend(BackendCfg(name="mjx"), go2_robot(), 0.005, N, "cpu")
     return c, j
 
 
@@ -41,7 +43,7 @@ def test_mjx_and_mujoco_backends_follow_the_same_trajectory():
     qpos = key.repeat(N, 1)
     qpos[:, 7:] += 0.1 * torch.randn(N, 12, generator=g)
     qpos[:, 2] += 0.02  # drop onto the ground: feet make and break contact during the test
-    default = torch.tensor(RobotCfg().default_joint_pos)
+    default = torch.tensor(go2_robot().default_joint_pos)
     for b in (c, j):
         b.reset(torch.arange(N), qpos, torch.zeros(N, c.robot.model.nv))
         b.set_friction(torch.linspace(0.4, 1.2, b.num_variants))
@@ -63,14 +65,14 @@ def test_mjx_and_mujoco_backends_follow_the_same_trajectory():
 
 
 def make_env(backend: str, num_envs: int = N, **kw) -> VelocityEnv:
-    cfg = VelocityEnvCfg(num_envs=num_envs, seed=5, **kw)
+    cfg = Go2FlatEnvCfg(num_envs=num_envs, seed=5, **kw)
     cfg.backend.name, cfg.backend.num_threads = backend, 1
     return VelocityEnv(cfg)
 
 
 def test_the_mdp_sees_the_same_observations_and_rewards_on_both_backends():
     # Reset poses are random, so a PD target far away saturates a motor (where the backends differ, see top).
-    unsaturated = RobotCfg(torque_limits=[1e4] * 12)
+    unsaturated = go2_robot(torque_limits=[1e4] * 12)
     envs = [make_env("mujoco", robot=unsaturated), make_env("mjx", robot=unsaturated)]
     g = torch.Generator().manual_seed(1)
     torch.testing.assert_close(envs[1].get_observations()["critic"], envs[0].get_observations()["critic"], atol=1e-3, rtol=0)
@@ -113,8 +115,8 @@ def test_mjx_backend_hands_torch_views_of_jax_arrays():
 
 def test_more_envs_than_one_cpu_chunk_step_without_deadlock():
     # 256 envs hung JAX's batched CPU Cholesky on 2 cores before the backend chunked the batch.
-    c, j = (make_backend(BackendCfg(name=n, num_threads=1), RobotCfg(), 0.005, 256, "cpu") for n in ("mujoco", "mjx"))
-    targets = torch.tensor(RobotCfg().default_joint_pos).expand(256, -1)
+    c, j = (make_backend(BackendCfg(name=n, num_threads=1), go2_robot(), 0.005, 256, "cpu") for n in ("mujoco", "mjx"))
+    targets = torch.tensor(go2_robot().default_joint_pos).expand(256, -1)
     key = torch.tensor(c.robot.model.key_qpos[0], dtype=torch.float32).repeat(256, 1)
     for b in (c, j):
         b.reset(torch.arange(256), key, torch.zeros(256, c.robot.model.nv))
@@ -139,3 +141,15 @@ def test_train_cli_trains_on_the_mjx_backend(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["iterations"] == 2 and summary["total_env_steps"] == 2 * 8 * 16
     assert "name: mjx" in (run_dir / "params" / "env.yaml").read_text()
+
+
+def test_importing_the_backend_changes_no_global_setting():
+    code = ("import os, jax; import robolab.envs.backends.mjx_backend as m; "
+            "print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'), jax.config.jax_compilation_cache_dir); "
+            "m.configure_jax(); print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'), "
+            "jax.config.jax_compilation_cache_dir.endswith('robolab/jax'))")
+    env = {k: v for k, v in clean_env().items() if k not in ("XLA_PYTHON_CLIENT_PREALLOCATE", "JAX_COMPILATION_CACHE_DIR")}
+    res = run([sys.executable, "-c", code], env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    # (mujoco.mjx may print a line about its optional warp implementation first)
+    assert " ".join(res.stdout.strip().splitlines()[-2:]).split() == ["None", "None", "false", "True"]

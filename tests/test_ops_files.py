@@ -9,7 +9,8 @@ import sys
 
 import yaml
 from conftest import ROOT, clean_env, free_port
-from robolab.cli.train import build_parser, cli_overrides
+from robolab.cli.train import build_parser
+from robolab.session import TrainOptions
 from robolab.config import build_env_cfg, compose
 from torch.distributed.run import get_args_parser
 
@@ -33,7 +34,7 @@ def check_train_command(command: str) -> None:
     assert launch.training_script == "scripts/train.py" and (ROOT / launch.training_script).is_file()
     args, overrides = build_parser().parse_known_args(launch.training_script_args)
     assert args.distributed and args.headless and args.log_root == "/logs"
-    cfg = compose(args.task, cli_overrides(args) + overrides)  # every override is a real config key
+    cfg = compose(args.task, TrainOptions.from_namespace(args).overrides() + overrides)  # every override is a real config key
     build_env_cfg(args.task, cfg.env)
     return launch, args
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import hydra
 from conftest import run, train_cmd
 from omegaconf import OmegaConf
-from robolab.config import config_dir
+from robolab.config import CONFIG_MODULE
+from robolab.rl_cfg import register_schemas
 
 SWEEP_TINY = ["--num_envs", "16", "--max_iterations", "2", "env.backend.num_threads=1", "agent.num_steps_per_env=8",
               "agent.actor.hidden_dims=[32]", "agent.critic.hidden_dims=[32]"]
@@ -59,7 +60,8 @@ def test_each_sweep_job_can_itself_be_distributed(tmp_path):
 
 
 def test_slurm_launcher_config_resolves_to_submitit():
-    with hydra.initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+    register_schemas()
+    with hydra.initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
         cfg = hydra.compose("train", overrides=["hydra/launcher=slurm"], return_hydra_config=True)
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")

@@ -104,11 +104,12 @@ def test_play_evaluates_and_exports_onnx_matching_torch(log_root):
 
     import onnxruntime as ort
     from robolab.config import agent_dict, compose
-    from robolab.envs import VelocityEnv, VelocityEnvCfg
+    from robolab.envs import VelocityEnv
+    from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
     from robolab.runners import OnPolicyRunner
 
     agent = agent_dict(compose("RoboLab-Velocity-Flat-Go2-v0", ["agent.actor.hidden_dims=[32,32]", "agent.critic.hidden_dims=[32,32]"]))
-    env = VelocityEnv(VelocityEnvCfg(num_envs=4))
+    env = VelocityEnv(Go2FlatEnvCfg(num_envs=4))
     runner = OnPolicyRunner(env, agent, device="cpu")
     runner.load(str(checkpoint.latest_checkpoint(str(run_dir))))
     policy = runner.get_inference_policy()

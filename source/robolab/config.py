@@ -1,8 +1,15 @@
-"""Hydra composition of the training config, and its split into the env dataclass and the agent dict."""
+"""Hydra composition of the training config, and its split into the env dataclass and the agent dict.
+
+The config tree ships inside the package (``robolab.hydra_configs``, the repository's ``config/``) and is read
+through ``importlib.resources``, so a wheel finds it as well as a checkout. ``$ROBOLAB_CONFIG_DIR`` points at
+another tree. Agent values are typed by ``robolab.rl_cfg`` and env values by the task's env dataclass.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from importlib import resources
 from pathlib import Path
 
 import hydra
@@ -11,7 +18,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from robolab import tasks
+from robolab.rl_cfg import AgentConfigError, register_schemas
 
+CONFIG_MODULE = "robolab.hydra_configs"
 # Training pipelines: each runner config works with exactly one algorithm config.
 PIPELINES = {"on_policy": "ppo", "amp": "ppo_amp", "distillation": "distillation"}
 
@@ -20,45 +29,96 @@ class ConfigError(ValueError):
     """A bad override or config value; the message is one line and names the offending key."""
 
 
-def config_dir() -> str:
-    """``config/`` of the robolab checkout (or ``$ROBOLAB_CONFIG_DIR``)."""
-    path = os.environ.get("ROBOLAB_CONFIG_DIR") or str(Path(__file__).resolve().parents[2] / "config")
+def config_source() -> str:
+    """Where Hydra reads ``train.yaml``: ``pkg://robolab.hydra_configs``, or ``$ROBOLAB_CONFIG_DIR``."""
+    path = os.environ.get("ROBOLAB_CONFIG_DIR")
+    if not path:
+        return f"pkg://{CONFIG_MODULE}"
     if not os.path.isfile(os.path.join(path, "train.yaml")):
-        raise ConfigError(f"config directory {path!r} has no train.yaml (set ROBOLAB_CONFIG_DIR)")
-    return path
+        raise ConfigError(f"ROBOLAB_CONFIG_DIR={path!r} has no train.yaml")
+    return os.path.abspath(path)
 
 
-def _one_line(err: Exception) -> str:
-    return "; ".join(line.strip() for line in str(err).strip().splitlines() if line.strip())
+def _one_line(err: BaseException) -> str:
+    """The error and its cause on one line (Hydra puts the reason a value was refused in the cause)."""
+    text = "; ".join(line.strip() for line in str(err).strip().splitlines() if line.strip())
+    cause = err.__cause__
+    if cause is not None and str(cause).strip():
+        text += f": {str(cause).strip().splitlines()[0]}"
+    return text
+
+
+def hydra_overrides(overrides: list[str]) -> list[str]:
+    """Command-line overrides as Hydra must see them.
+
+    ``env`` is an open node whose schema is the task's dataclass, checked in ``build_env_cfg``: its keys are
+    force-added (``++``) so Hydra's struct mode does not reject them first. ``env.backend=mjx`` names the backend
+    (``env.backend.name=mjx``).
+    """
+    out = []
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if key == "env.backend" and sep:
+            override = f"env.backend.name={value}"
+        out.append(f"++{override}" if override.startswith("env.") else override)
+    return out
+
+
+def user_overrides(hydra_form: list[str]) -> list[str]:
+    """The inverse of ``hydra_overrides`` for display and for handing on to a child process."""
+    return [o.removeprefix("++") if o.startswith("++env.") else o for o in hydra_form]
+
+
+def _read_yaml(source: str, relative: str) -> DictConfig:
+    path = resources.files(CONFIG_MODULE).joinpath(relative) if source.startswith("pkg://") else Path(source, relative)
+    node = OmegaConf.load(str(path))
+    assert isinstance(node, DictConfig)
+    return node
+
+
+def pipeline_choices(source: str, hydra_task: str, overrides: list[str]) -> tuple[str | None, str | None]:
+    """The runner and algorithm a composition will pick: ``train.yaml``'s, the task's ``override``s, the command line's.
+
+    Read from the defaults lists without composing, so a mismatched pair is named before the schemas of the two
+    would clash over keys.
+    """
+    choices: dict[str, str | None] = {"runner": None, "algorithm": None}
+    for entry in _read_yaml(source, "train.yaml").get("defaults", []):
+        if isinstance(entry, DictConfig):
+            choices.update({k: str(v) for k, v in entry.items() if k in choices})
+    for entry in _read_yaml(source, f"task/{hydra_task}.yaml").get("defaults", []):
+        if isinstance(entry, DictConfig):
+            choices.update({k.removeprefix("override /"): str(v) for k, v in entry.items()
+                            if k.removeprefix("override /") in choices})
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if sep and key in choices:
+            choices[key] = value
+    return choices["runner"], choices["algorithm"]
 
 
 def compose(task_id: str, overrides: list[str], config_name: str = "train") -> DictConfig:
-    """Compose ``config/<config_name>.yaml`` for ``task_id`` with command-line ``overrides`` applied last."""
+    """Compose ``train.yaml`` for ``task_id`` with command-line ``overrides`` applied last."""
     hydra_task = tasks.hydra_task_name(task_id)
-    # `env` is an open node whose schema is the task's dataclass, checked in build_env_cfg; force-add its keys
-    # here so Hydra's struct mode does not reject them first.
-    overrides = [f"++{_backend_shorthand(o)}" if o.startswith("env.") else o for o in overrides]
+    register_schemas()
+    source = config_source()
+    check_pipeline(*pipeline_choices(source, hydra_task, overrides))
     try:
-        with hydra.initialize_config_dir(config_dir=config_dir(), version_base="1.3", job_name="robolab"):
-            cfg = hydra.compose(
-                config_name=config_name, overrides=[f"task={hydra_task}", *overrides], return_hydra_config=True
-            )
+        init = (hydra.initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3", job_name="robolab")
+                if source.startswith("pkg://")
+                else hydra.initialize_config_dir(config_dir=source, version_base="1.3", job_name="robolab"))
+        with init:
+            cfg = hydra.compose(config_name=config_name, overrides=[f"task={hydra_task}", *hydra_overrides(overrides)],
+                                return_hydra_config=True)
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(f"bad config override: {_one_line(err)}") from None
-    check_pipeline(cfg.hydra.runtime.choices.get("runner"), cfg.hydra.runtime.choices.get("algorithm"))
     with open_dict(cfg):
         del cfg["hydra"]
     return cfg
 
 
-def _backend_shorthand(override: str) -> str:
-    """``env.backend=mjx`` names the backend: it means ``env.backend.name=mjx``."""
-    key, sep, value = override.partition("=")
-    return f"env.backend.name={value}" if sep and key == "env.backend" else override
-
-
 def check_pipeline(runner: str | None, algorithm: str | None) -> None:
-    if PIPELINES.get(runner) != algorithm:
+    if PIPELINES.get(runner or "") != algorithm:
         allowed = ", ".join(f"runner={r} algorithm={a}" for r, a in PIPELINES.items())
         raise ConfigError(f"runner={runner} does not work with algorithm={algorithm}; allowed pairs: {allowed}")
 
@@ -75,10 +135,14 @@ def build_env_cfg(task_id: str, env_overrides: DictConfig | dict):
 
 
 def agent_dict(cfg: DictConfig) -> dict:
-    """The rsl_rl runner config as the plain dict rsl_rl expects."""
-    agent = OmegaConf.to_container(cfg.agent, resolve=True)
-    assert isinstance(agent, dict)
-    return agent
+    """The rsl_rl runner config as the plain dict rsl_rl expects, its ranges checked (``robolab.rl_cfg``)."""
+    try:
+        agent = OmegaConf.to_object(cfg.agent)
+    except AgentConfigError as err:
+        raise ConfigError(str(err)) from None
+    except OmegaConfBaseException as err:
+        raise ConfigError(f"bad agent config: {_one_line(err)}") from None
+    return dataclasses.asdict(agent) if dataclasses.is_dataclass(agent) else dict(agent)  # type: ignore[arg-type]
 
 
 def to_yaml(obj) -> str:

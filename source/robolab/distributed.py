@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from rsl_rl.utils import reduce_gradients_in_buckets
+from robolab.rsl_rl_api import reduce_gradients_in_buckets
 
 DEFAULT_TIMEOUT_S = 300.0
 

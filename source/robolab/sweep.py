@@ -26,12 +26,13 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from robolab import checkpoint, tasks
-from robolab.config import config_dir
+from robolab.config import config_source, hydra_overrides, user_overrides
+from robolab.rl_cfg import register_schemas
 
 RESULT_FILE = "job_result.json"
 METRICS = ("world_size", "iterations", "total_env_steps", "wall_s", "env_steps_per_s", "mean_reward", "mean_episode_length",
            "lin_vel_tracking_error", "fall_rate")
-TRAIN_SCRIPT = str(Path(__file__).resolve().parents[2] / "scripts" / "train.py")
+TRAIN_MODULE = "robolab.cli.train"  # run as a module: an installed wheel has no scripts/ directory
 
 
 def child_command(args: argparse.Namespace, job_overrides: list[str], log_root: str) -> list[str]:
@@ -46,16 +47,16 @@ def child_command(args: argparse.Namespace, job_overrides: list[str], log_root: 
     if args.distributed:
         nproc = args.nproc_per_node or max(1, torch.cuda.device_count())
         launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
-        return [*launcher, TRAIN_SCRIPT, "--distributed", *flags, *job_overrides]
-    return [sys.executable, TRAIN_SCRIPT, *flags, *job_overrides]
+        return [*launcher, "-m", TRAIN_MODULE, "--distributed", *flags, *job_overrides]
+    return [sys.executable, "-m", TRAIN_MODULE, *flags, *job_overrides]
 
 
 def run_job(args: argparse.Namespace, cfg: DictConfig) -> dict[str, Any]:
     """One sweep point, in the job directory Hydra made for it. Never raises: failures are results."""
     hc = HydraConfig.get()
     job_dir = Path(hc.runtime.output_dir)
-    # The child re-applies its own `++` to env.* keys; strip ours so the table shows what the user typed.
-    overrides = [o.removeprefix("++") if o.startswith("++env.") else o for o in hc.overrides.task if not o.startswith("task=")]
+    # The child re-applies the Hydra form itself; the table shows what the user typed.
+    overrides = user_overrides([o for o in hc.overrides.task if not o.startswith("task=")])
     cmd = child_command(args, overrides, str(job_dir / "logs"))
     with open(job_dir / "train.log", "w") as log:
         returncode = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -113,12 +114,11 @@ def _fmt(value: Any) -> str:
 def run_sweep(args: argparse.Namespace, overrides: list[str]) -> None:
     """Hand the sweep to Hydra's multirun (sweeper + launcher) with ``run_job`` as the job function."""
     hydra_task = tasks.hydra_task_name(args.task)
-    # As in compose(): `env.*` keys are checked against the env dataclass by the child, not by Hydra's struct mode.
-    passed = [f"++{o}" if o.startswith("env.") else o for o in overrides]
-    sys.argv = [sys.argv[0], "--multirun", f"task={hydra_task}", *passed]
+    register_schemas()
+    sys.argv = [sys.argv[0], "--multirun", f"task={hydra_task}", *hydra_overrides(overrides)]
     if args.sweep_dir:
         sys.argv.append(f"hydra.sweep.dir={args.sweep_dir}")
-    main = hydra.main(config_path=config_dir(), config_name="train", version_base="1.3")(
+    main = hydra.main(config_path=config_source(), config_name="train", version_base="1.3")(
         lambda cfg: run_job(args, cfg)
     )
     main()

@@ -11,7 +11,8 @@ import sys
 
 from robolab import distributed
 from robolab.algorithms.ppo_amp import PPOAMP
-from robolab.cli.train import build_parser, run_training, setup
+from robolab.cli.train import build_parser
+from robolab.session import TrainOptions, prepare_training, run_training
 
 
 class PPOOnlySync(PPOAMP):
@@ -37,7 +38,7 @@ def main() -> None:
     if mode == "ppo_only":
         argv.append("agent.algorithm.class_name=helpers.amp_sync:PPOOnlySync")
     args, overrides = build_parser().parse_known_args(argv)
-    session = setup(args, overrides)
+    session = prepare_training(TrainOptions.from_namespace(args), overrides)
     run_training(session)
     alg = session.runner.alg
     digests = {f"discriminator.{n}": distributed.tensor_digest(t) for n, t in alg.discriminator.state_dict().items()}

@@ -9,11 +9,12 @@ import os
 import sys
 
 from robolab import distributed
-from robolab.cli.train import build_parser, run_training, setup
+from robolab.cli.train import build_parser
+from robolab.session import TrainOptions, prepare_training, run_training
 
 dump_dir, argv = sys.argv[1], sys.argv[2:]
 args, overrides = build_parser().parse_known_args(argv)
-session = setup(args, overrides)
+session = prepare_training(TrainOptions.from_namespace(args), overrides)
 run_training(session)
 digests = {name: distributed.tensor_digest(t) for name, t in session.runner.alg.replication_tensors().items()}
 with open(os.path.join(dump_dir, f"rank{session.ctx.rank}.json"), "w") as f:

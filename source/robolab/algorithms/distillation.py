@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import torch
-from rsl_rl.algorithms import Distillation as RslRlDistillation
 
-from robolab.algorithms.sync import SyncedAlgorithm
+from robolab.algorithms.sync import DEFAULT_BUCKET_MB, SyncedAlgorithm
+from robolab.rsl_rl_api import Distillation as RslRlDistillation
 
 
 class Distillation(SyncedAlgorithm, RslRlDistillation):
-    def synced_modules(self) -> dict[str, torch.nn.Module]:
+    def __init__(self, student, teacher, storage, grad_reduce_bucket_mb: float = DEFAULT_BUCKET_MB, **kwargs):
+        super().__init__(student, teacher, storage, grad_reduce_bucket_mb=grad_reduce_bucket_mb, **kwargs)
         # The teacher is frozen, but it is loaded per rank: broadcasting it removes any doubt about which one ran.
-        return {"student": self._raw_student, "teacher": self._raw_teacher}
+        self.models = {"student": student, "teacher": teacher}
+        self.sync_bucket_mb = grad_reduce_bucket_mb
+
+    def synced_modules(self) -> dict[str, torch.nn.Module]:
+        return dict(self.models)
 
     def synced_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"optimizer": self.optimizer}
@@ -19,9 +24,9 @@ class Distillation(SyncedAlgorithm, RslRlDistillation):
     def load(self, loaded_dict: dict, load_cfg: dict | None, strict: bool) -> bool:
         teacher_state = loaded_dict.get("teacher_state_dict") or loaded_dict.get("actor_state_dict")
         if teacher_state is not None:
-            check_shapes(self._raw_teacher, teacher_state, "teacher")
+            check_shapes(self.models["teacher"], teacher_state, "teacher")
         if "student_state_dict" in loaded_dict:
-            check_shapes(self._raw_student, loaded_dict["student_state_dict"], "student")
+            check_shapes(self.models["student"], loaded_dict["student_state_dict"], "student")
         return super().load(loaded_dict, load_cfg, strict)
 
 

@@ -12,17 +12,24 @@ gradient averaging and the replication check come from ``SyncedAlgorithm`` and r
 from __future__ import annotations
 
 import torch
-from rsl_rl.algorithms import PPO as RslRlPPO
 from tensordict import TensorDict
 
 from robolab import distributed
-from robolab.algorithms.sync import SyncedAlgorithm
+from robolab.algorithms.sync import DEFAULT_BUCKET_MB, SyncedAlgorithm
+from robolab.rsl_rl_api import PPO as RslRlPPO
 
 
 class PPO(SyncedAlgorithm, RslRlPPO):
+    def __init__(self, actor, critic, storage, grad_reduce_bucket_mb: float = DEFAULT_BUCKET_MB, **kwargs):
+        super().__init__(actor, critic, storage, grad_reduce_bucket_mb=grad_reduce_bucket_mb, **kwargs)
+        # The models as given: rsl_rl may later replace self.actor/self.critic with torch.compile wrappers, whose
+        # state dicts carry different names; broadcasting and checks use these.
+        self.models = {"actor": actor, "critic": critic}
+        self.sync_bucket_mb = grad_reduce_bucket_mb
+
     def synced_modules(self) -> dict[str, torch.nn.Module]:
         """Every module whose parameters and buffers must be identical on all ranks."""
-        modules = {"actor": self._raw_actor, "critic": self._raw_critic}
+        modules = dict(self.models)
         if self.rnd:
             modules["rnd_predictor"] = self.rnd.predictor
             modules["rnd_target"] = self.rnd.target

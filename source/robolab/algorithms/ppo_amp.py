@@ -9,48 +9,54 @@ averaged across ranks after every backward, and the normaliser merges statistics
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from importlib import resources
 
 import torch
-from rsl_rl.modules import EmpiricalNormalization
 from tensordict import TensorDict
 
 from robolab import distributed
 from robolab.algorithms.ppo import PPO
 from robolab.amp.discriminator import Discriminator, TransitionBuffer, gradient_penalty
 from robolab.amp.motion import MotionLibrary, load_clip
-
-DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "amp", "data")
+from robolab.rl_cfg import AmpCfg
+from robolab.rsl_rl_api import EmpiricalNormalization
 
 
 def resolve_motion_file(path: str) -> str:
     """A path as given, or else a clip shipped in ``robolab/amp/data``."""
     if os.path.isfile(path):
         return path
-    shipped = os.path.join(DATA_DIR, path)
+    shipped = str(resources.files("robolab.amp") / "data" / path)
     return shipped if os.path.isfile(shipped) else path
 
 
+@dataclass
+class AmpState:
+    """What the env defines about its AMP state; ``AMPRunner`` reads it from the env and hands it over."""
+
+    terms: list[str]
+    step_dt: float
+    joint_names: list[str]
+    foot_names: list[str]
+
+
 class PPOAMP(PPO):
-    def __init__(self, actor, critic, storage, amp_cfg: dict, **ppo_kwargs):
+    def __init__(self, actor, critic, storage, amp_cfg: dict, amp_state: dict, **ppo_kwargs):
         super().__init__(actor, critic, storage, **ppo_kwargs)
-        cfg = dict(amp_cfg)
-        clips = [load_clip(resolve_motion_file(f), cfg["joint_names"], cfg["foot_names"]) for f in cfg["motion_files"]]
-        self.motion = MotionLibrary(clips, cfg["terms"], device=self.device)
+        cfg = AmpCfg(**amp_cfg)
+        state = AmpState(**amp_state)
+        clips = [load_clip(resolve_motion_file(f), state.joint_names, state.foot_names) for f in cfg.motion_files]
+        self.motion = MotionLibrary(clips, state.terms, device=self.device)
         dim = self.motion.feature_dim
-        self.step_dt = float(cfg["step_dt"])
-        self.discriminator = Discriminator(dim, cfg.get("hidden_dims", (1024, 512)), cfg.get("activation", "relu"),
-                                           cfg.get("loss_type", "lsgan")).to(self.device)
+        self.amp_cfg = cfg
+        self.step_dt = state.step_dt
+        self.discriminator = Discriminator(dim, cfg.hidden_dims, cfg.activation, cfg.loss_type).to(self.device)
         self.amp_normalizer = EmpiricalNormalization(dim).to(self.device)
         self.disc_optimizer = torch.optim.Adam(
-            self.discriminator.parameters(), lr=cfg.get("learning_rate", 1e-4), weight_decay=cfg.get("weight_decay", 1e-4)
+            self.discriminator.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay
         )
-        self.replay = TransitionBuffer(dim, int(cfg.get("replay_size", 100_000)), self.device)
-        self.task_reward_weight = float(cfg.get("task_reward_weight", 1.0))
-        self.style_reward_weight = float(cfg.get("style_reward_weight", 1.0))
-        self.grad_penalty_coef = float(cfg.get("grad_penalty_coef", 5.0))
-        self.num_disc_updates = int(cfg.get("num_disc_updates", 8))
-        self.disc_batch_size = int(cfg.get("batch_size", 4096))
-        self.disc_max_grad_norm = float(cfg.get("max_grad_norm", 1.0))
+        self.replay = TransitionBuffer(dim, cfg.replay_size, self.device)
         self._amp_prev: torch.Tensor | None = None
 
     # --- synchronisation -------------------------------------------------------------------------------
@@ -62,7 +68,7 @@ class PPOAMP(PPO):
 
     def reduce_discriminator_gradients(self) -> None:
         if self.is_multi_gpu:
-            distributed.average_gradients(self.discriminator.parameters(), self.grad_reduce_bucket_mb)
+            distributed.average_gradients(self.discriminator.parameters(), self.sync_bucket_mb)
 
     # --- rollout -------------------------------------------------------------------------------------------
     def act(self, obs: TensorDict) -> torch.Tensor:
@@ -77,7 +83,8 @@ class PPOAMP(PPO):
         s, s_next = self._amp_prev, extras["amp_next"].to(self.device)
         style = self.style_reward(s, s_next)
         self.replay.insert(s, s_next)
-        mixed = self.task_reward_weight * rewards + self.style_reward_weight * style * self.step_dt
+        cfg = self.amp_cfg
+        mixed = cfg.task_reward_weight * rewards + cfg.style_reward_weight * style * self.step_dt
         extras.setdefault("log", {})["AMP/style_reward"] = style.mean()
         super().process_env_step(obs, mixed, dones, extras)
 
@@ -89,22 +96,23 @@ class PPOAMP(PPO):
 
     def update_discriminator(self) -> dict[str, float]:
         totals = {"amp_discriminator": 0.0, "amp_grad_penalty": 0.0, "amp_d_expert": 0.0, "amp_d_policy": 0.0}
-        for _ in range(self.num_disc_updates):
-            policy_s, policy_next = self.replay.sample(self.disc_batch_size)
-            expert_s, expert_next = self.motion.sample_pairs(self.disc_batch_size, self.step_dt)
+        cfg = self.amp_cfg
+        for _ in range(cfg.num_disc_updates):
+            policy_s, policy_next = self.replay.sample(cfg.batch_size)
+            expert_s, expert_next = self.motion.sample_pairs(cfg.batch_size, self.step_dt)
             norm = self.amp_normalizer
             d_policy = self.discriminator(norm(policy_s), norm(policy_next))
             d_expert, penalty = gradient_penalty(self.discriminator, norm(expert_s), norm(expert_next))
             loss = self.discriminator.loss(d_expert, d_policy)
             self.disc_optimizer.zero_grad()
-            (loss + self.grad_penalty_coef * penalty).backward()
+            (loss + cfg.grad_penalty_coef * penalty).backward()
             self.reduce_discriminator_gradients()
-            torch.nn.utils.clip_grad_norm_(self.discriminator.parameters(), self.disc_max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(self.discriminator.parameters(), cfg.max_grad_norm)
             self.disc_optimizer.step()
             # Merged across ranks inside EmpiricalNormalization when a process group exists.
             self.amp_normalizer.update(torch.cat([policy_s, expert_s]))
             for key, value in zip(totals, (loss, penalty, d_expert.mean(), d_policy.mean())):
-                totals[key] += value.item() / self.num_disc_updates
+                totals[key] += value.item() / cfg.num_disc_updates
         return totals
 
     # --- state ------------------------------------------------------------------------------------------------

@@ -13,9 +13,13 @@ import torch
 
 from robolab import distributed
 
+DEFAULT_BUCKET_MB = 25.0
+"""Size of the buckets gradients are packed into for the all-reduce (rsl_rl's default too)."""
+
 
 class SyncedAlgorithm:
-    grad_reduce_bucket_mb: float
+    sync_bucket_mb: float = DEFAULT_BUCKET_MB
+    """Set by the subclass from its ``grad_reduce_bucket_mb`` argument."""
 
     def synced_modules(self) -> dict[str, torch.nn.Module]:
         raise NotImplementedError
@@ -24,14 +28,14 @@ class SyncedAlgorithm:
         raise NotImplementedError
 
     def broadcast_parameters(self) -> None:
-        """Copy every parameter and buffer of the synced modules from rank 0."""
+        """Copy every parameter and buffer of the synced modules from rank 0 (no-op in a single process)."""
         for module in self.synced_modules().values():
             distributed.broadcast_module(module)
 
     def reduce_parameters(self) -> None:
         """Average the gradients of every synced module across ranks (frozen ones have none and are skipped)."""
         params = chain.from_iterable(m.parameters() for m in self.synced_modules().values())
-        distributed.average_gradients(params, self.grad_reduce_bucket_mb)
+        distributed.average_gradients(params, self.sync_bucket_mb)
 
     def replication_tensors(self) -> dict[str, torch.Tensor]:
         """Named tensors that must match across ranks: parameters, buffers and optimiser state."""

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from robolab.amp.motion import MotionClip, MotionFormatError, clip_from_arrays, load_clip, read_arrays
-from robolab.assets import RobotCfg
+from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 
 
 def _generate(args) -> dict:
@@ -18,13 +18,13 @@ def _generate(args) -> dict:
     cfg = GaitCfg(gait=args.gait, speed=args.speed, period=args.period, duty=args.duty,
                   step_height=args.step_height, duration=args.duration, fps=args.fps)
     clip = generate_clip(cfg)
-    robot = RobotCfg()
+    robot = go2_robot_cfg()
     clip.save(args.output, robot.joint_names, robot.foot_bodies)
     return {"written": args.output, "frames": clip.num_frames, "fps": clip.fps, "duration_s": clip.duration}
 
 
 def _inspect(args) -> dict:
-    robot = RobotCfg()
+    robot = go2_robot_cfg()
     clip = load_clip(args.file, robot.joint_names, robot.foot_bodies)
     return {
         "file": args.file, "frames": clip.num_frames, "fps": clip.fps, "duration_s": round(clip.duration, 4),
@@ -37,7 +37,7 @@ def _inspect(args) -> dict:
 
 def _convert(args) -> dict:
     """Resample to another frame rate and/or rename joints (``--rename old=new``) into the robot's order."""
-    robot = RobotCfg()
+    robot = go2_robot_cfg()
     data = read_arrays(args.file)
     renames = dict(pair.split("=", 1) for pair in args.rename)
     data["joint_names"] = np.array([renames.get(str(n), str(n)) for n in data.get("joint_names", [])])

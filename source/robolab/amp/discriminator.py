@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from rsl_rl.modules import MLP
+from robolab.rsl_rl_api import MLP
 from torch import nn
 
 LOSS_TYPES = ("lsgan", "bce")

@@ -15,7 +15,9 @@ import mujoco
 import numpy as np
 
 from robolab.amp.motion import MotionClip
-from robolab.assets import RobotCfg, load_robot
+from robolab.assets import RobotCfg, RobotModel, load_robot
+from robolab.assets.go2 import LEGS
+from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 
 PHASE_OFFSETS = {
     "trot": {"FL": 0.0, "RR": 0.0, "FR": 0.5, "RL": 0.5},
@@ -67,10 +69,10 @@ def leg_ik(foot: np.ndarray, geo: LegGeometry) -> np.ndarray:
     return np.stack([q_hip, q_thigh, q_calf], axis=-1)
 
 
-def foot_positions(model: mujoco.MjModel, robot, joint_pos: np.ndarray) -> np.ndarray:
-    """Forward kinematics: feet in the base frame (T, F, 3) for joint angles (T, J)."""
+def foot_positions(model: mujoco.MjModel, robot: RobotModel, joint_pos: np.ndarray) -> np.ndarray:
+    """Forward kinematics: ``robot``'s feet in the base frame (T, F, 3) for joint angles (T, J), policy order."""
     data = mujoco.MjData(model)
-    feet = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f) for f in RobotCfg().foot_bodies]
+    feet = robot.foot_body_ids
     out = np.empty((joint_pos.shape[0], len(feet), 3))
     for t, q in enumerate(joint_pos):
         data.qpos[:] = 0.0
@@ -86,15 +88,14 @@ def generate_clip(cfg: GaitCfg, robot_cfg: RobotCfg | None = None) -> MotionClip
         raise ValueError(f"gait={cfg.gait!r}: allowed are {sorted(PHASE_OFFSETS)}")
     if not 0 < cfg.duty < 1 or cfg.period <= 0 or cfg.fps <= 0 or cfg.duration <= 0:
         raise ValueError(f"gait parameters out of range: {cfg}")
-    robot_cfg = robot_cfg or RobotCfg()
+    robot_cfg = robot_cfg or go2_robot_cfg()
     robot = load_robot(robot_cfg)
     model = robot.model
-    legs = ("FL", "FR", "RL", "RR")
     nominal = foot_positions(model, robot, np.array([robot_cfg.default_joint_pos]))[0]  # (4, 3)
     times = np.arange(int(round(cfg.duration * cfg.fps)) + 1) / cfg.fps
     stride = cfg.speed * cfg.duty * cfg.period  # distance the body travels while a foot is planted
-    joint_pos = np.empty((len(times), 12))
-    for i, leg in enumerate(legs):
+    joint_pos = np.empty((len(times), len(robot_cfg.joint_names)))
+    for i, leg in enumerate(LEGS):
         phase = (times / cfg.period + PHASE_OFFSETS[cfg.gait][leg]) % 1.0
         stance = phase < cfg.duty
         s_stance = phase / cfg.duty

@@ -13,7 +13,6 @@ field              shape           meaning
 ``base_ang_vel``   (T, 3)          base angular velocity, base frame (rad/s)
 ``foot_names``     (F,)            foot bodies, in the order of ``foot_pos``
 ``foot_pos``       (T, F, 3)       foot positions in the base frame (m)
-``base_height``    (T,)            optional: base height above ground (m)
 =================  ==============  =====================================================================
 
 ``T >= 2``. The loader reorders joints and feet to the robot's order by name and fails with a one-line

@@ -9,8 +9,8 @@ file is copied from anywhere: this module is the model.
 from __future__ import annotations
 
 import mujoco
-import numpy as np
 
+from robolab.assets.loader import add_pd_actuator
 from robolab.assets.robot_cfg import RobotCfg
 
 LEGS = ("FL", "FR", "RL", "RR")
@@ -40,7 +40,7 @@ def build_go2_spec(cfg: RobotCfg) -> mujoco.MjSpec:
         _add_leg(base, leg)
 
     for joint, ctrl_range, limit in zip(cfg.joint_names, _joint_ranges(), cfg.torque_limits):
-        _add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, ctrl_range)
+        add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, ctrl_range)
 
     spec.add_key(name="home", qpos=[0, 0, cfg.init_base_height, 1, 0, 0, 0, *cfg.default_joint_pos])
     return spec
@@ -103,15 +103,3 @@ def _add_leg(base: mujoco.MjsBody, leg: str) -> None:
 
 def _joint_ranges() -> list[tuple[float, float]]:
     return [r for leg in LEGS for r in (HIP_RANGE, THIGH_RANGE[leg[0]], CALF_RANGE)]
-
-
-def _add_pd_actuator(
-    spec: mujoco.MjSpec, joint: str, kp: float, kd: float, torque_limit: float, ctrl_range: tuple[float, float]
-) -> None:
-    """A position servo: torque = clip(kp (target - q) - kd qdot, +-limit)."""
-    act = spec.add_actuator(name=joint.replace("_joint", ""), target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-    act.set_to_position(kp=kp, kv=kd)
-    act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
-    act.forcerange = np.array([-torque_limit, torque_limit])
-    act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-    act.ctrlrange = np.array(ctrl_range)

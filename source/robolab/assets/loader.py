@@ -6,13 +6,13 @@ bodies the config names, so a Menagerie model needs no edits to work with the ta
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
-from robolab.assets.go2 import _add_pd_actuator, build_go2_spec
 from robolab.assets.robot_cfg import RobotCfg
 
 # Contact sensor intprm: data = force (bit 1), reduce = net force, one slot.
@@ -25,20 +25,19 @@ class RobotModel:
     """A compiled model and the addresses of everything the velocity MDP touches."""
 
     model: mujoco.MjModel
-    qpos_adr: np.ndarray  # (12,) qpos address of each actuated joint, policy order
-    dof_adr: np.ndarray  # (12,) qvel address of each actuated joint
-    actuator_ids: np.ndarray  # (12,) actuator driving each joint, policy order
+    qpos_adr: np.ndarray  # (joints,) qpos address of each actuated joint, policy order
+    dof_adr: np.ndarray  # (joints,) qvel address of each actuated joint
+    actuator_ids: np.ndarray  # (joints,) actuator driving each joint, policy order
     base_body_id: int
     foot_sensor_adr: np.ndarray  # (n_feet,) sensordata address of each foot's 3-d contact force
     undesired_sensor_adr: np.ndarray
     termination_sensor_adr: np.ndarray
-    torque_sensor_adr: np.ndarray  # (12,) actuator force sensors, policy order
+    torque_sensor_adr: np.ndarray  # (joints,) actuator force sensors, policy order
     foot_pos_sensor_adr: np.ndarray  # (n_feet,) sensordata address of each foot's 3-d position in the base frame
     foot_body_ids: np.ndarray  # body ids of the same groups, for backends that compute contacts themselves
     undesired_body_ids: np.ndarray
     termination_body_ids: np.ndarray
-    floor_geom_ids: np.ndarray  # geoms whose friction is randomised (the ground)
-    joint_limits: np.ndarray  # (12, 2)
+    joint_limits: np.ndarray  # (joints, 2)
 
 
 def load_robot(cfg: RobotCfg, timestep: float = 0.005, sensors: bool = True) -> RobotModel:
@@ -56,7 +55,7 @@ def load_robot(cfg: RobotCfg, timestep: float = 0.005, sensors: bool = True) -> 
             spec.delete(act)
         for joint, limit in zip(cfg.joint_names, cfg.torque_limits):
             rng = spec.joint(joint).range
-            _add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, (rng[0], rng[1]))
+            add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, (rng[0], rng[1]))
     contact_sensors, torque_names, foot_pos_names = {"foot": [], "undesired": [], "termination": []}, [], []
     if sensors:
         contact_sensors = {
@@ -69,13 +68,16 @@ def load_robot(cfg: RobotCfg, timestep: float = 0.005, sensors: bool = True) -> 
     try:
         model = spec.compile()
     except ValueError as err:
-        raise ValueError(f"robot model {cfg.mjcf_path or 'go2 (built-in)'} does not compile: {err}") from None
+        raise ValueError(f"robot model {cfg.mjcf_path or cfg.builder} does not compile: {err}") from None
     return _index(model, cfg, contact_sensors, torque_names, foot_pos_names)
 
 
 def _load_spec(cfg: RobotCfg) -> mujoco.MjSpec:
     if cfg.mjcf_path is None:
-        return build_go2_spec(cfg)
+        if not cfg.builder:
+            raise ValueError("robot: set robot.mjcf_path (an MJCF file) or robot.builder (module:function)")
+        module, _, function = cfg.builder.partition(":")
+        return getattr(importlib.import_module(module), function)(cfg)
     path = os.path.expanduser(cfg.mjcf_path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"robot.mjcf_path={cfg.mjcf_path!r}: no such file (give a readable MJCF file)")
@@ -157,7 +159,6 @@ def _index(
         raise ValueError(f"robot.base_body={cfg.base_body!r} must carry exactly one free joint")
     if model.jnt_qposadr[model.body_jntadr[base_id]] != 0:
         raise ValueError(f"robot.base_body={cfg.base_body!r}: its free joint must be the model's first joint")
-    floor = np.array([g for g in range(model.ngeom) if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_PLANE])
     return RobotModel(
         model=model,
         qpos_adr=np.array([model.jnt_qposadr[j] for j in jids], dtype=np.int64),
@@ -172,6 +173,17 @@ def _index(
         foot_body_ids=body_ids(cfg.foot_bodies),
         undesired_body_ids=body_ids(cfg.undesired_contact_bodies),
         termination_body_ids=body_ids(cfg.termination_contact_bodies),
-        floor_geom_ids=floor,
         joint_limits=np.array([model.jnt_range[j] for j in jids]),
     )
+
+
+def add_pd_actuator(
+    spec: mujoco.MjSpec, joint: str, kp: float, kd: float, torque_limit: float, ctrl_range: tuple[float, float]
+) -> None:
+    """A position servo: torque = clip(kp (target - q) - kd qdot, +-limit)."""
+    act = spec.add_actuator(name=joint.replace("_joint", ""), target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+    act.set_to_position(kp=kp, kv=kd)
+    act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    act.forcerange = np.array([-torque_limit, torque_limit])
+    act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    act.ctrlrange = np.array(ctrl_range)

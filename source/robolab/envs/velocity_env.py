@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import torch
-from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
 from robolab.amp.features import amp_features, check_terms
@@ -13,12 +12,8 @@ from robolab.envs import mdp
 from robolab.envs.backends import make_backend
 from robolab.envs.math import heading, quat_rotate, wrap_to_pi, yaw_quat
 from robolab.envs.velocity_env_cfg import VelocityEnvCfg
-
-REWARD_TERMS = (
-    "track_lin_vel_xy", "track_ang_vel_z", "lin_vel_z", "ang_vel_xy", "joint_torques",
-    "joint_acc", "action_rate", "feet_air_time", "undesired_contacts", "flat_orientation",
-)
-GAIT_SCORES = ("trot_score", "pace_score")
+from robolab.envs.velocity_terms import POLICY_TERMS, PRIVILEGED_TERMS, REWARD_TERMS, GaitScores
+from robolab.rsl_rl_api import VecEnv
 
 
 class VelocityEnv(VecEnv):
@@ -48,7 +43,8 @@ class VelocityEnv(VecEnv):
         limits = torch.as_tensor(self.robot.joint_limits, dtype=torch.float32, device=self.device)
         self._joint_lo, self._joint_hi = limits[:, 0], limits[:, 1]
         self._gravity = torch.tensor(mdp.GRAVITY_DIR, device=self.device)
-        self._reward_scale = torch.tensor([getattr(cfg.rewards, n) * self.step_dt for n in REWARD_TERMS], device=self.device)
+        self._reward_scale = torch.tensor([self._weight(t.weight) * self.step_dt for t in REWARD_TERMS], device=self.device)
+        self.gait_scores = GaitScores(cfg.gaits, list(cfg.robot.foot_bodies), self.device)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed)
 
@@ -58,7 +54,12 @@ class VelocityEnv(VecEnv):
         self._refresh_state()
         self._noise_scale = self._policy_noise_scale()
         self._policy_history: torch.Tensor | None = None  # (N, history, frame), filled by the first observation
-        self._obs = self._compute_observations(torch.zeros(self.num_envs, len(cfg.robot.foot_bodies), device=self.device))
+        self._obs = self._compute_observations()
+
+    def _weight(self, field_name: str) -> float:
+        if not hasattr(self.cfg.rewards, field_name):
+            raise ValueError(f"reward weight env.rewards.{field_name} is not a field of {type(self.cfg.rewards).__name__}")
+        return float(getattr(self.cfg.rewards, field_name))
 
     # --- rsl_rl VecEnv --------------------------------------------------------------------------------
     def get_observations(self) -> TensorDict:
@@ -70,18 +71,18 @@ class VelocityEnv(VecEnv):
         self.backend.step(self.default_joint_pos + self.cfg.action_scale * actions, self.cfg.decimation)
 
         non_finite = self.backend.non_finite
-        prev_joint_vel = self.state.joint_vel
+        self.prev_joint_vel = self.state.joint_vel
         self._refresh_state()
         self.episode_length_buf += 1
         self._update_commands()
-        foot_contact = self.backend.contact_forces("foot") > self.cfg.terminations.contact_force_threshold
-        first_contact = self._update_air_time(foot_contact)
+        self.foot_contact = self.backend.contact_forces("foot") > self.cfg.terminations.contact_force_threshold
+        self.first_contact = self._update_air_time(self.foot_contact)
 
         fell = self._fell() | non_finite
         time_out = self.episode_length_buf >= self.max_episode_length
-        rewards = self._compute_rewards(prev_joint_vel, first_contact).masked_fill(non_finite, 0.0)
+        rewards = self._compute_rewards().masked_fill(non_finite, 0.0)
         self._track_metrics(non_finite)
-        self._track_gait(foot_contact)
+        self.episode_gait += self.gait_scores(self.foot_contact)
 
         dones = fell | time_out
         extras = {"time_outs": time_out & ~fell, "log": {}}
@@ -95,7 +96,7 @@ class VelocityEnv(VecEnv):
         self._apply_pushes()
         self.last_actions = actions.clone()
         self.last_actions[done_ids] = 0.0
-        self._obs = self._compute_observations(foot_contact.float(), done_ids)
+        self._obs = self._compute_observations(done_ids)
         return self._obs, rewards, dones.long(), extras
 
     # --- buffers ----------------------------------------------------------------------------------------
@@ -111,11 +112,13 @@ class VelocityEnv(VecEnv):
         n_feet = len(self.cfg.robot.foot_bodies)
         self.feet_air_time = torch.zeros(n, n_feet, device=dev)
         self.last_air_time = torch.zeros(n, n_feet, device=dev)
+        self.foot_contact = torch.zeros(n, n_feet, dtype=torch.bool, device=dev)
+        self.first_contact = torch.zeros(n, n_feet, dtype=torch.bool, device=dev)
         # Per-env sums, one column per term: one kernel per step for all terms rather than one per term.
         self.episode_sums = torch.zeros(n, len(REWARD_TERMS), device=dev)  # weighted rewards, REWARD_TERMS order
         self.episode_tracking_error = torch.zeros(n, device=dev)
         self.episode_steps = torch.zeros(n, device=dev)  # steps actually run (episode_length_buf may start random)
-        self.episode_gait = torch.zeros(n, len(GAIT_SCORES), device=dev)
+        self.episode_gait = torch.zeros(n, len(self.gait_scores.names), device=dev)
         self.last_tracking_error = torch.zeros(n, device=dev)
         self._non_finite_total = torch.zeros((), dtype=torch.long, device=dev)  # on the device: no sync per step
 
@@ -210,29 +213,10 @@ class VelocityEnv(VecEnv):
         body_contact = (self.backend.contact_forces("termination") > t.contact_force_threshold).any(dim=1)
         return body_contact | (self.state.base_pos[:, 2] < t.min_base_height)
 
-    def _reward_terms(self, prev_joint_vel: torch.Tensor, first_contact: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Unweighted value of every term in ``REWARD_TERMS`` (dict order is that order)."""
-        s, r = self.state, self.cfg.rewards
-        return {
-            "track_lin_vel_xy": mdp.track_lin_vel_xy_exp(self.commands, s.base_lin_vel, r.tracking_std),
-            "track_ang_vel_z": mdp.track_ang_vel_z_exp(self.commands, s.base_ang_vel, r.tracking_std),
-            "lin_vel_z": mdp.lin_vel_z_l2(s.base_lin_vel),
-            "ang_vel_xy": mdp.ang_vel_xy_l2(s.base_ang_vel),
-            "joint_torques": mdp.l2(torch.nan_to_num(self.backend.joint_torques)),
-            "joint_acc": mdp.l2((s.joint_vel - prev_joint_vel) / self.step_dt),
-            "action_rate": mdp.l2(self.actions - self.last_actions),
-            "feet_air_time": mdp.feet_air_time(
-                self.last_air_time, first_contact, self.commands, r.feet_air_time_threshold
-            ),
-            "undesired_contacts": mdp.undesired_contacts(
-                self.backend.contact_forces("undesired"), self.cfg.terminations.contact_force_threshold
-            ),
-            "flat_orientation": mdp.flat_orientation_l2(s.projected_gravity),
-        }
-
-    def _compute_rewards(self, prev_joint_vel: torch.Tensor, first_contact: torch.Tensor) -> torch.Tensor:
-        terms = torch.stack(list(self._reward_terms(prev_joint_vel, first_contact).values()), dim=1)
-        weighted = torch.nan_to_num(terms) * self._reward_scale  # weight * dt per term
+    def _compute_rewards(self) -> torch.Tensor:
+        """Every term of ``REWARD_TERMS``, weighted by ``weight * dt``, summed; per-term episode sums kept."""
+        terms = torch.stack([term.func(self) for term in REWARD_TERMS], dim=1)
+        weighted = torch.nan_to_num(terms) * self._reward_scale
         self.episode_sums += weighted
         return weighted.sum(dim=1)
 
@@ -243,54 +227,36 @@ class VelocityEnv(VecEnv):
         self.episode_steps += 1
         self._non_finite_total += non_finite.sum()
 
-    def _track_gait(self, contact: torch.Tensor) -> None:
-        """Quadruped gait pattern: a trot has diagonal feet in step and the two diagonals opposite, a pace lateral."""
-        if contact.shape[1] != 4:
-            return
-        fl, fr, rl, rr = contact.unbind(dim=1)
-        alternating = fl != fr
-        trot = (fl == rr) & (fr == rl) & alternating
-        pace = (fl == rl) & (fr == rr) & alternating
-        self.episode_gait += torch.stack((trot, pace), dim=1)  # GAIT_SCORES order
-
     def _log_episodes(self, log: dict, done_ids: torch.Tensor, fell: torch.Tensor, non_finite: torch.Tensor) -> None:
         rewards = (self.episode_sums[done_ids].mean(dim=0) / self.cfg.episode_length_s).unbind()
-        log.update({f"Episode_Reward/{name}": value for name, value in zip(REWARD_TERMS, rewards)})
+        log.update({f"Episode_Reward/{term.name}": value for term, value in zip(REWARD_TERMS, rewards)})
         steps = self.episode_steps[done_ids].clamp_min(1)
         log["Metrics/lin_vel_tracking_error"] = (self.episode_tracking_error[done_ids] / steps).mean()
         log["Metrics/fall_rate"] = fell[done_ids].float().mean()
         gait = (self.episode_gait[done_ids] / steps[:, None]).mean(dim=0).unbind()
-        log.update({f"Gait/{name}": value for name, value in zip(GAIT_SCORES, gait)})
+        log.update({f"Gait/{name}_score": value for name, value in zip(self.gait_scores.names, gait)})
         log["Episode_Termination/fell"] = fell[done_ids].float().sum()
         log["Episode_Termination/time_out"] = (~fell[done_ids]).float().sum()
         log["Episode_Termination/non_finite"] = non_finite[done_ids].float().sum()
         log["Metrics/non_finite_total"] = self._non_finite_total.float()
 
-    def _policy_frame_terms(self) -> list[tuple[torch.Tensor, float]]:
-        """The terms of one policy frame, in order, each with its noise half-width (the critic's are noise-free)."""
-        s, nz = self.state, self.cfg.noise
-        return [
-            (s.base_lin_vel, nz.base_lin_vel), (s.base_ang_vel, nz.base_ang_vel),
-            (s.projected_gravity, nz.projected_gravity), (self.commands, 0.0),
-            (s.joint_pos - self.default_joint_pos, nz.joint_pos), (s.joint_vel, nz.joint_vel), (self.last_actions, 0.0),
-        ]
-
     def _policy_noise_scale(self) -> torch.Tensor | None:
         """Half-width of the uniform noise on each column of a policy frame, or None without noise."""
-        widths = [torch.full((x.shape[1],), float(w), device=self.device) for x, w in self._policy_frame_terms()]
+        nz = self.cfg.noise
+        widths = [torch.full((term.func(self).shape[1],), float(getattr(nz, term.noise)) if term.noise else 0.0,
+                             device=self.device) for term in POLICY_TERMS]
         scale = torch.cat(widths)
-        return scale if self.cfg.noise.enabled and bool(scale.any()) else None
+        return scale if nz.enabled and bool(scale.any()) else None
 
-    def _compute_observations(self, foot_contact: torch.Tensor, reset_ids: torch.Tensor | None = None) -> TensorDict:
+    def _compute_observations(self, reset_ids: torch.Tensor | None = None) -> TensorDict:
         """``policy``: noisy proprioception (optionally a history); ``critic`` and ``teacher``: noise-free plus
         privileged terms (the same tensor: the teacher of a distillation run sees what a PPO critic sees)."""
-        clean = torch.cat([x for x, _ in self._policy_frame_terms()], dim=1)
+        clean = torch.cat([term.func(self) for term in POLICY_TERMS], dim=1)
         frame = clean
         if self._noise_scale is not None:  # one draw for the whole frame: uniform in [-scale, scale] per column
             frame = clean + self._noise_scale * (2.0 * torch.rand(clean.shape, generator=self.generator,
                                                                   device=self.device) - 1.0)
-        privileged = [self.friction[:, None], self.added_base_mass[:, None], foot_contact]
-        critic = torch.cat([clean, *privileged], dim=1)
+        critic = torch.cat([clean, *(term.func(self) for term in PRIVILEGED_TERMS)], dim=1)
         groups = {"policy": self._stack_history(frame, reset_ids), "critic": critic, "teacher": critic}
         if self.cfg.amp_terms:
             groups["amp"] = self._amp_state()

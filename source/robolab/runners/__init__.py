@@ -2,6 +2,6 @@
 
 from robolab.runners.amp_runner import AMPRunner
 from robolab.runners.distillation_runner import DistillationRunner
-from robolab.runners.on_policy_runner import OnPolicyRunner, TrainingStopped
+from robolab.runners.on_policy_runner import OnPolicyRunner
 
-__all__ = ["AMPRunner", "DistillationRunner", "OnPolicyRunner", "TrainingStopped"]
+__all__ = ["AMPRunner", "DistillationRunner", "OnPolicyRunner"]

@@ -1,108 +1,176 @@
-"""rsl_rl's logger, with episode statistics taken over every rank instead of rank 0's envs alone.
+"""Training logs whose statistics count every rank, on top of rsl_rl's writer set-up.
 
-Every rank keeps its own episode buffers; once per iteration the ranks reduce them (one small
-all-gather of the key names, one all-reduce of sums and counts), and rank 0 writes the global values
-through rsl_rl's own printing and TensorBoard code.
+rsl_rl's ``Logger`` keeps episode statistics only on the rank that writes, so a multi-rank run logs rank 0's
+envs alone. robolab's logger keeps them on every rank (``EpisodeStatistics``); once per iteration the runner
+asks for the global values (a collective: one small all-gather of key names, one all-reduce of sums and
+counts) and rank 0 writes them. From rsl_rl it keeps the public writer life cycle: ``init_logging_writer``
+(TensorBoard, W&B or Neptune from ``cfg["logger"]``, plus the git state of the code), ``save_model`` and
+``stop_logging_writer``; ``process_env_step`` is overridden whole and the iteration is written by ``log_iteration``.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections import deque
-from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
-from rsl_rl.utils.logger import Logger as RslRlLogger
 
 from robolab import distributed
+from robolab.distributed import DistributedContext
+from robolab.rsl_rl_api import Logger as RslRlLogger
 
 REWARD_KEY = "Train/mean_reward"
 LENGTH_KEY = "Train/mean_episode_length"
+EXTRINSIC_KEY = "Rnd/mean_extrinsic_reward"
+INTRINSIC_KEY = "Rnd/mean_intrinsic_reward"
+RECENT_EPISODES = 100  # rewards and lengths are averaged over each rank's last 100 episodes, as rsl_rl does
 
 
-class Logger(RslRlLogger):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.iteration_hooks: list[Callable[[int], None]] = []
-        self.latest: dict[str, float] = {}
-        """Latest global value of every logged statistic (survives iterations where no episode ended)."""
-        self.timings: list[tuple[float, float]] = []
-        """(collect_s, learn_s) of every iteration on this rank, for benchmarks."""
+class EpisodeStatistics:
+    """One rank's running episode sums, its recent finished episodes and the env's per-step ``log`` extras."""
 
-    def process_env_step(self, rewards, dones, extras, intrinsic_rewards=None) -> None:
-        # Same bookkeeping as rsl_rl's, but on every rank (rsl_rl only keeps it where a writer exists).
+    def __init__(self, num_envs: int, device: str | torch.device):
+        self.reward_sum = torch.zeros(num_envs, device=device)
+        self.extrinsic_sum = torch.zeros(num_envs, device=device)
+        self.intrinsic_sum = torch.zeros(num_envs, device=device)
+        self.length = torch.zeros(num_envs, device=device)
+        self.recent: dict[str, deque] = {k: deque(maxlen=RECENT_EPISODES)
+                                         for k in (REWARD_KEY, LENGTH_KEY, EXTRINSIC_KEY, INTRINSIC_KEY)}
+        self.extras: list[dict] = []
+        self.device = device
+
+    def add_step(self, rewards, dones, extras: dict, intrinsic_rewards=None) -> None:
         if "episode" in extras:
-            self.ep_extras.append(extras["episode"])
+            self.extras.append(extras["episode"])
         elif "log" in extras:
-            self.ep_extras.append(extras["log"])
+            self.extras.append(extras["log"])
+        total = rewards if intrinsic_rewards is None else rewards + intrinsic_rewards
+        self.reward_sum += total
+        self.length += 1
         if intrinsic_rewards is not None:
-            self.cur_ereward_sum += rewards
-            self.cur_ireward_sum += intrinsic_rewards
-            self.cur_reward_sum += rewards + intrinsic_rewards
-        else:
-            self.cur_reward_sum += rewards
-        self.cur_episode_length += 1
-        new_ids = (dones > 0).nonzero(as_tuple=False)
-        self.rewbuffer.extend(self.cur_reward_sum[new_ids][:, 0].cpu().numpy().tolist())
-        self.lenbuffer.extend(self.cur_episode_length[new_ids][:, 0].cpu().numpy().tolist())
-        self.cur_reward_sum[new_ids] = 0
-        self.cur_episode_length[new_ids] = 0
+            self.extrinsic_sum += rewards
+            self.intrinsic_sum += intrinsic_rewards
+        done = dones > 0
+        if not bool(done.any()):
+            return
+        finished = {REWARD_KEY: self.reward_sum, LENGTH_KEY: self.length}
         if intrinsic_rewards is not None:
-            self.erewbuffer.extend(self.cur_ereward_sum[new_ids][:, 0].cpu().numpy().tolist())
-            self.irewbuffer.extend(self.cur_ireward_sum[new_ids][:, 0].cpu().numpy().tolist())
-            self.cur_ereward_sum[new_ids] = 0
-            self.cur_ireward_sum[new_ids] = 0
+            finished.update({EXTRINSIC_KEY: self.extrinsic_sum, INTRINSIC_KEY: self.intrinsic_sum})
+        for key, sums in finished.items():
+            self.recent[key].extend(sums[done].tolist())
+            sums.masked_fill_(done, 0.0)
 
-    def _local_sums(self) -> dict[str, tuple[float, float]]:
-        """(sum, count) per statistic on this rank, matching rsl_rl's mean over all logged entries."""
-        sums: dict[str, tuple[float, float]] = {}
-        if self.rewbuffer:
-            sums[REWARD_KEY] = (float(sum(self.rewbuffer)), float(len(self.rewbuffer)))
-            sums[LENGTH_KEY] = (float(sum(self.lenbuffer)), float(len(self.lenbuffer)))
-        # Values stay on the device until one transfer at the end: reading each (24 steps x ~20 keys) would
+    def local_sums(self) -> dict[str, tuple[float, float]]:
+        """(sum, count) per statistic on this rank: recent episodes, and the mean of every logged extra."""
+        sums = {key: (float(sum(values)), float(len(values))) for key, values in self.recent.items() if values}
+        # Extras stay on the device until one transfer at the end: reading each (24 steps x ~20 keys) would
         # wait for the GPU hundreds of times per iteration.
         values: dict[str, list[torch.Tensor]] = {}
-        for ep_info in self.ep_extras:
-            for key, value in ep_info.items():
-                values.setdefault(key, []).append(torch.as_tensor(value, dtype=torch.float64, device=self.device).flatten())
+        for step in self.extras:
+            for key, value in step.items():
+                values.setdefault(key, []).append(torch.as_tensor(value, dtype=torch.float64,
+                                                                  device=self.device).flatten())
         if values:
             totals = torch.stack([torch.cat(parts).sum() for parts in values.values()]).tolist()
             for (key, parts), total in zip(values.items(), totals):
                 sums[key] = (total, float(sum(p.numel() for p in parts)))
+        self.extras.clear()
         return sums
 
-    def reduce_statistics(self) -> dict[str, float]:
-        """Global mean of every statistic over all ranks (a collective: every rank must call it)."""
-        local = self._local_sums()
-        keys = sorted(set().union(*distributed.all_gather_object(sorted(local))))
-        packed = torch.tensor([local.get(k, (0.0, 0.0)) for k in keys], dtype=torch.float64).reshape(-1, 2)
-        distributed.all_reduce_sum(packed)
-        return {k: float(s / c) for k, (s, c) in zip(keys, packed.tolist()) if c > 0}
 
-    def log(self, it: int, start_it: int, total_it: int, collect_time: float, learn_time: float, **kwargs) -> None:
-        self.timings.append((collect_time, learn_time))
-        stats = self.reduce_statistics()
+def reduce_statistics(local: dict[str, tuple[float, float]]) -> dict[str, float]:
+    """Global mean of every statistic over all ranks (a collective: every rank must call it)."""
+    keys = sorted(set().union(*distributed.all_gather_object(sorted(local))))
+    packed = torch.tensor([local.get(k, (0.0, 0.0)) for k in keys], dtype=torch.float64).reshape(-1, 2)
+    distributed.all_reduce_sum(packed)
+    return {k: float(s / c) for k, (s, c) in zip(keys, packed.tolist()) if c > 0}
+
+
+@dataclass
+class IterationRecord:
+    """What one training iteration reports, after the statistics were reduced over ranks."""
+
+    it: int
+    start_it: int
+    total_it: int
+    collect_s: float
+    learn_s: float
+    losses: dict[str, float]
+    learning_rate: float
+    action_std: float
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+class TrainingLogger(RslRlLogger):
+    """One logger per run: rsl_rl's writer on rank 0, global episode statistics on every rank."""
+
+    def __init__(self, log_dir: str | None, cfg: dict, env_cfg, num_envs: int, ctx: DistributedContext, device: str):
+        super().__init__(log_dir=log_dir, cfg=cfg, env_cfg=env_cfg, num_envs=num_envs,
+                         is_distributed=ctx.is_distributed, gpu_world_size=ctx.world_size,
+                         gpu_global_rank=ctx.rank, device=device)
+        self.steps_per_iteration = cfg["num_steps_per_env"] * num_envs * ctx.world_size
+        self.episodes = EpisodeStatistics(num_envs, device)
+        self.latest: dict[str, float] = {}
+        """Latest global value of every logged statistic (survives iterations where no episode ended)."""
+        self.timings: list[tuple[float, float]] = []
+        """(collect_s, learn_s) of every iteration on this rank, for benchmarks."""
+        self.total_steps = 0
+        self.total_s = 0.0
+
+    def process_env_step(self, rewards, dones, extras, intrinsic_rewards=None) -> None:
+        self.episodes.add_step(rewards, dones, extras, intrinsic_rewards)
+
+    def global_statistics(self) -> dict[str, float]:
+        """This iteration's statistics over every rank (a collective); remembered in ``latest``."""
+        stats = reduce_statistics(self.episodes.local_sums())
         self.latest.update(stats)
-        if self.writer is not None:
-            self._log_global(stats, it, start_it, total_it, collect_time, learn_time, **kwargs)
-        else:
-            # rsl_rl only counts on the writing rank; keep the totals everywhere for summaries.
-            self.tot_timesteps += self.cfg["num_steps_per_env"] * self.num_envs * self.gpu_world_size
-            self.tot_time += collect_time + learn_time
-            self.ep_extras.clear()
-        for hook in self.iteration_hooks:
-            hook(it)
+        return stats
 
-    def _log_global(self, stats, it, start_it, total_it, collect_time, learn_time, **kwargs) -> None:
-        # rsl_rl's log() reads this rank's buffers; hand it the global values for the call, then restore.
-        own = self.rewbuffer, self.lenbuffer, self.ep_extras
-        has_episodes = REWARD_KEY in stats
-        self.rewbuffer = deque([stats[REWARD_KEY]] if has_episodes else [])
-        self.lenbuffer = deque([stats[LENGTH_KEY]] if has_episodes else [])
-        extras = {k: torch.tensor([v]) for k, v in stats.items() if k not in (REWARD_KEY, LENGTH_KEY)}
-        self.ep_extras = [extras] if extras else []
-        try:
-            super().log(it=it, start_it=start_it, total_it=total_it, collect_time=collect_time,
-                        learn_time=learn_time, **kwargs)
-        finally:
-            self.rewbuffer, self.lenbuffer, self.ep_extras = own
-            self.ep_extras.clear()
+    def log_iteration(self, record: IterationRecord) -> None:
+        """Count the iteration on every rank; write scalars and print the summary where a writer exists."""
+        self.timings.append((record.collect_s, record.learn_s))
+        self.total_steps += self.steps_per_iteration
+        self.total_s += record.collect_s + record.learn_s
+        if self.writer is not None:
+            self._write_scalars(record)
+            print(self._console_block(record))
+
+    def _write_scalars(self, r: IterationRecord) -> None:
+        add = self.writer.add_scalar
+        for key, value in r.stats.items():
+            add(key if "/" in key else f"Episode/{key}", value, r.it)
+        if REWARD_KEY in r.stats:  # also against wall time, as rsl_rl does with TensorBoard
+            add(f"{REWARD_KEY}/time", r.stats[REWARD_KEY], int(self.total_s))
+            add(f"{LENGTH_KEY}/time", r.stats[LENGTH_KEY], int(self.total_s))
+        for key, value in r.losses.items():
+            add(f"Loss/{key}", value, r.it)
+        add("Loss/learning_rate", r.learning_rate, r.it)
+        add("Policy/mean_std", r.action_std, r.it)
+        add("Perf/total_fps", int(self.steps_per_iteration / max(r.collect_s + r.learn_s, 1e-9)), r.it)
+        add("Perf/collection_time", r.collect_s, r.it)
+        add("Perf/learning_time", r.learn_s, r.it)
+
+    def _console_block(self, r: IterationRecord, width: int = 80, pad: int = 40) -> str:
+        iteration_s = r.collect_s + r.learn_s
+        done = r.it + 1 - r.start_it
+        eta = self.total_s / done * (r.total_it - r.start_it - done)
+        lines = [
+            "#" * width,
+            f"\033[1m{f' Learning iteration {r.it}/{r.total_it} '.center(width)}\033[0m",
+            "",
+        ]
+        rows = [("Run name:", self.cfg.get("run_name") or None), ("Total steps:", self.total_steps),
+                ("Steps per second:", f"{self.steps_per_iteration / max(iteration_s, 1e-9):.0f}"),
+                ("Collection time:", f"{r.collect_s:.3f}s"), ("Learning time:", f"{r.learn_s:.3f}s")]
+        rows += [(f"Mean {k} loss:", f"{v:.4f}") for k, v in r.losses.items()]
+        if REWARD_KEY in r.stats:
+            rows += [("Mean reward:", f"{r.stats[REWARD_KEY]:.2f}"),
+                     ("Mean episode length:", f"{r.stats[LENGTH_KEY]:.2f}")]
+        rows.append(("Mean action std:", f"{r.action_std:.2f}"))
+        rows += [(f"{k}:", f"{v:.4f}") for k, v in r.stats.items() if k not in (REWARD_KEY, LENGTH_KEY)]
+        lines += [f"{name:>{pad}} {value}" for name, value in rows if value is not None]
+        lines += ["-" * width, f"{'Iteration time:':>{pad}} {iteration_s:.2f}s",
+                  f"{'Time elapsed:':>{pad}} {datetime.timedelta(seconds=int(self.total_s))}",
+                  f"{'ETA:':>{pad}} {datetime.timedelta(seconds=int(eta))}"]
+        return "\n".join(lines) + "\n"

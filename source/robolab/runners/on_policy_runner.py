@@ -1,33 +1,27 @@
-"""robolab's ``OnPolicyRunner``: rsl_rl's loop, driven by a ``DistributedContext`` instead of env variables.
+"""robolab's ``OnPolicyRunner``: rsl_rl's runner, driven by a ``DistributedContext`` instead of env variables.
 
 What this subclass changes, and why:
-- ranks come from ``robolab.distributed`` (torchrun, Slurm or Open MPI), CPU + gloo is allowed, and the
-  process group is created once with a finite timeout;
-- episode statistics are global (``robolab.runners.logger.Logger``);
+- ``__init__`` is overridden whole: ranks come from ``robolab.distributed`` (torchrun, Slurm or Open MPI), the
+  process group must already exist (``robolab.session`` starts it, once, with a finite timeout; CPU + gloo
+  allowed), and one ``TrainingLogger`` keeps episode statistics on every rank;
+- ``learn`` is overridden whole, so each step of an iteration is explicit: collect, update, reduce the
+  statistics over ranks, log, checkpoint, replication check, and the stop agreed by every rank;
 - checkpoints are written atomically and loaded with ``weights_only=True``; they carry RNG states;
-- ``model_<it>.pt`` holds the state after iteration ``it``, so a resume starts at ``it + 1``;
-- an optional Brax-style replication check compares every rank's parameters and optimiser state.
+- ``model_<it>.pt`` holds the state after iteration ``it``, so a resume starts at ``it + 1``.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 import torch
-from rsl_rl.env import VecEnv
-from rsl_rl.runners import OnPolicyRunner as RslRlOnPolicyRunner
 
 from robolab import checkpoint, distributed
-from robolab.distributed import DistributedContext
-from robolab.runners.logger import Logger
-
-
-class TrainingStopped(Exception):
-    """Raised out of ``learn()`` after a requested stop (SIGTERM/SIGINT) once the checkpoint is on disk."""
-
-    def __init__(self, iteration: int):
-        super().__init__(f"training stopped after iteration {iteration}")
-        self.iteration = iteration
+from robolab.distributed import DistributedConfigError, DistributedContext
+from robolab.rsl_rl_api import OnPolicyRunner as RslRlOnPolicyRunner
+from robolab.rsl_rl_api import VecEnv, check_nan, resolve_callable
+from robolab.runners.logger import IterationRecord, TrainingLogger
 
 
 class OnPolicyRunner(RslRlOnPolicyRunner):
@@ -39,45 +33,97 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         device: str = "cpu",
         dist_ctx: DistributedContext | None = None,
         check_replication_every: int = 0,
-        dist_timeout_s: float = distributed.DEFAULT_TIMEOUT_S,
     ) -> None:
-        self.dist_ctx = dist_ctx if dist_ctx is not None else DistributedContext()
-        self.dist_timeout_s = dist_timeout_s
+        ctx = dist_ctx if dist_ctx is not None else DistributedContext()
         if check_replication_every < 0:
             raise ValueError(f"check_replication_every={check_replication_every}: must be >= 0 (0 = off)")
+        self.env, self.cfg, self.device, self.dist_ctx = env, train_cfg, device, ctx
         self.check_replication_every = check_replication_every
-        super().__init__(env, train_cfg, log_dir, device)
-        self.logger = Logger(
-            log_dir=log_dir if self.dist_ctx.is_main else None,
-            cfg=self.cfg,
-            env_cfg=self.env.cfg,
-            num_envs=self.env.num_envs,
-            is_distributed=self.is_distributed,
-            gpu_world_size=self.gpu_world_size,
-            gpu_global_rank=self.gpu_global_rank,
-            device=self.device,
-        )
-        self.stop_requested = False
-        """Set (e.g. by a signal handler) to end training cleanly after the current iteration."""
-        self.logger.iteration_hooks.append(self._maybe_check_replication)
-        self.logger.iteration_hooks.append(self._maybe_stop)
+        # rsl_rl's names for the rank layout, which its algorithms and users read.
+        self.is_distributed, self.gpu_world_size = ctx.is_distributed, ctx.world_size
+        self.gpu_global_rank, self.gpu_local_rank = ctx.rank, ctx.local_rank
+        self.cfg["multi_gpu"] = self._multi_gpu_cfg()
 
-    def _configure_multi_gpu(self) -> None:
+        alg_class = resolve_callable(self.cfg["algorithm"]["class_name"])
+        self.alg = alg_class.construct_algorithm(env.get_observations(), env, self.cfg, device)
+        self.logger = TrainingLogger(log_dir if ctx.is_main else None, self.cfg, env.cfg, env.num_envs, ctx, device)
+        self.current_learning_iteration = 0
+        self.stop_requested = False
+        """Set (by a signal handler) to end training after the current iteration, with a checkpoint."""
+        self.stopped_early = False
+
+    def _multi_gpu_cfg(self) -> dict | None:
         ctx = self.dist_ctx
-        self.gpu_world_size = ctx.world_size
-        self.gpu_global_rank = ctx.rank
-        self.gpu_local_rank = ctx.local_rank
-        self.is_distributed = ctx.is_distributed
         if not ctx.is_distributed:
-            self.cfg["multi_gpu"] = None
-            return
+            return None
+        if not distributed.is_initialized():
+            raise DistributedConfigError("a distributed runner needs the process group started first (robolab.session)")
         expected = "cpu" if self.device == "cpu" else f"cuda:{ctx.local_rank}"
         if self.device != expected:
-            raise distributed.DistributedConfigError(
-                f"device={self.device!r} on local rank {ctx.local_rank}: expected {expected!r}"
+            raise DistributedConfigError(f"device={self.device!r} on local rank {ctx.local_rank}: expected {expected!r}")
+        return {"global_rank": ctx.rank, "local_rank": ctx.local_rank, "world_size": ctx.world_size}
+
+    # --- the training loop -------------------------------------------------------------------------------
+    def learn(self, num_learning_iterations: int, init_at_random_ep_len: bool = False) -> None:
+        """Train ``num_learning_iterations`` iterations, or fewer when a stop is requested (``stopped_early``)."""
+        if init_at_random_ep_len:  # spread episode ends over the first episode (exploration, smoother stats)
+            self.env.episode_length_buf = torch.randint_like(
+                self.env.episode_length_buf, high=int(self.env.max_episode_length)
             )
-        distributed.initialize(ctx, self.device, timeout_s=self.dist_timeout_s)
-        self.cfg["multi_gpu"] = {"global_rank": ctx.rank, "local_rank": ctx.local_rank, "world_size": ctx.world_size}
+        obs = self.env.get_observations().to(self.device)
+        self.alg.train_mode()
+        if self.is_distributed:  # every rank starts from rank 0's models
+            self.alg.broadcast_parameters()
+        self.logger.init_logging_writer()
+        start_it = self.current_learning_iteration
+        total_it = start_it + num_learning_iterations
+        for it in range(start_it, total_it):
+            obs, collect_s = self._collect(obs)
+            start = time.time()
+            losses = self.alg.update()
+            learn_s = time.time() - start
+            self.current_learning_iteration = it
+            stats = self.logger.global_statistics()
+            self.logger.log_iteration(IterationRecord(
+                it, start_it, total_it, collect_s, learn_s, losses, float(self.alg.learning_rate),
+                float(self.alg.get_policy().output_std.detach().mean()), stats,
+            ))
+            saved = it % self.cfg["save_interval"] == 0 and self._save_iteration(it)
+            self._maybe_check_replication(it)
+            # Every rank must leave at the same iteration, so the request is agreed on collectively.
+            if distributed.any_rank(self.stop_requested):
+                if not saved:
+                    self._save_iteration(it)
+                self.stopped_early = True
+                break
+        else:
+            self._save_iteration(self.current_learning_iteration)
+        if self.logger.writer is not None:
+            self.logger.stop_logging_writer()
+
+    def _collect(self, obs):
+        """``num_steps_per_env`` env steps with the current policy, then the returns; (last obs, seconds)."""
+        start = time.time()
+        rnd = self.cfg["algorithm"].get("rnd_cfg")
+        with torch.inference_mode():
+            for _ in range(self.cfg["num_steps_per_env"]):
+                actions = self.alg.act(obs)
+                obs, rewards, dones, extras = self.env.step(actions.to(self.env.device))
+                if self.cfg.get("check_for_nan", True):
+                    check_nan(obs, rewards, dones)
+                obs, rewards, dones = obs.to(self.device), rewards.to(self.device), dones.to(self.device)
+                self.alg.process_env_step(obs, rewards, dones, extras)
+                self.logger.process_env_step(rewards, dones, extras, self.alg.intrinsic_rewards if rnd else None)
+            collect_s = time.time() - start
+            self.alg.compute_returns(obs)
+        return obs, collect_s
+
+    def _save_iteration(self, it: int) -> bool:
+        """``model_<it>.pt`` on the rank that writes; True when this rank wrote it."""
+        if self.logger.writer is None:
+            return False
+        self.save(os.path.join(self.logger.log_dir, f"model_{it}.pt"))
+        return True
 
     # --- replication ------------------------------------------------------------------------------------
     def _maybe_check_replication(self, it: int) -> None:
@@ -90,15 +136,6 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         distributed.check_replication(tensors)
         if self.dist_ctx.is_main:
             print(f"[robolab] replication check passed: {len(tensors)} tensors identical on {self.gpu_world_size} ranks")
-
-    def _maybe_stop(self, it: int) -> None:
-        # Every rank must leave at the same iteration, so the request is agreed on collectively.
-        if distributed.any_rank(self.stop_requested):
-            self.current_learning_iteration = it
-            if self.logger.writer is not None:
-                self.save(os.path.join(self.logger.log_dir, f"model_{it}.pt"))
-                self.logger.stop_logging_writer()
-            raise TrainingStopped(it)
 
     # --- checkpoints ------------------------------------------------------------------------------------
     def _rng_state(self) -> dict:
@@ -132,16 +169,15 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         # same noise, so multi-rank resumes re-seed each rank from (iteration, rank) instead.
         if state is None:
             return
+        generator = getattr(self.env, "generator", None)
         if self.gpu_world_size == 1 and saved_world_size == 1:
             torch.set_rng_state(state["torch"].cpu())
             if "cuda" in state and str(self.device).startswith("cuda"):
                 torch.cuda.set_rng_state(state["cuda"].cpu(), self.device)
-            generator = getattr(self.env, "generator", None)
             if "env" in state and isinstance(generator, torch.Generator):
                 generator.set_state(state["env"].cpu())
         else:
             seed = 1_000_003 * self.current_learning_iteration + self.gpu_global_rank
             torch.manual_seed(seed)
-            generator = getattr(self.env, "generator", None)
             if isinstance(generator, torch.Generator):
                 generator.manual_seed(seed)

@@ -3,12 +3,13 @@
 The batched ``mjx.Data`` stays on the device. One compiled call per control step applies the PD targets and
 runs ``decimation`` physics steps (a ``lax.scan``), and also returns what the MDP reads: the peak per-body
 contact force over the step (already split by body group), actuator torques and foot positions in the base
-frame. A reset, readings included, is one compiled call too: every eager JAX operation issued from Python costs
-about half a millisecond on a GPU, which at a few thousand envs was a third of the control step. Tensors cross
+frame. A reset, readings included, is one compiled call too: each eager JAX operation issued from Python is a
+separate GPU dispatch, and a handful per control step cost a third of it (docs/benchmarks/README.md). Tensors cross
 between torch and JAX through DLPack, so on a GPU nothing is copied to the host. Friction and base mass are per-env
 fields of a batched model (``vmap`` over those two fields only), drawn per variant like the mujoco backend.
 
-JAX is told not to preallocate GPU memory before it is imported, so it shares the GPU with torch.
+The first backend built sets up JAX for sharing the GPU with torch (``configure_jax``): nothing is changed when
+this module is merely imported.
 """
 
 from __future__ import annotations
@@ -16,25 +17,27 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # torch lives on the same GPU
-
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
 import torch
 from mujoco import mjx
-from mujoco.mjx._src import support
 
 from robolab.assets import RobotModel
+from robolab.envs.backends import mjx_compat
 from robolab.envs.backends.base import PhysicsBackend, variant_blocks
-
-# Compiling the batched step takes tens of seconds; keep the result across runs unless the user chose a cache.
-if not os.environ.get("JAX_COMPILATION_CACHE_DIR"):
-    jax.config.update("jax_compilation_cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "robolab", "jax"))
 
 _GROUPS = ("foot", "undesired", "termination")
 CPU_CHUNK = 64  # envs vectorised together on a JAX CPU device (see _build_step)
+
+
+def configure_jax() -> None:
+    """Before JAX first touches a GPU: no preallocation (torch lives on the same GPU) and a persistent compile cache
+    (compiling the batched step takes tens of seconds), each unless the user chose otherwise."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # read when JAX creates its GPU client
+    if not os.environ.get("JAX_COMPILATION_CACHE_DIR") and not jax.config.jax_compilation_cache_dir:
+        jax.config.update("jax_compilation_cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "robolab", "jax"))
 
 
 def jax_device_for(device: torch.device) -> jax.Device:
@@ -48,8 +51,8 @@ def jax_device_for(device: torch.device) -> jax.Device:
         gpus = jax.devices("gpu")
     except RuntimeError as err:
         raise RuntimeError(f"device={str(device)!r} but JAX sees no GPU ({err}); install jax[cuda12]") from None
-    # Every rank's JAX sees every GPU (restricting it with jax_cuda_visible_devices broke device placement:
-    # "Device id 1 is out of range [0, 1)" on 2 x H200); pick the one torch uses by its CUDA ordinal.
+    # Every rank's JAX sees every GPU (restricting it with jax_cuda_visible_devices broke device placement on a
+    # second rank); pick the one torch uses by its CUDA ordinal.
     matches = [d for d in gpus if d.local_hardware_id == index] or gpus[index : index + 1]
     if not matches:
         raise RuntimeError(f"device={str(device)!r}: JAX sees GPUs {[d.local_hardware_id for d in gpus]}")
@@ -86,6 +89,7 @@ class MjxBackend(PhysicsBackend):
         self.robot = robot
         self.num_envs = num_envs
         self.device = torch.device(device)
+        configure_jax()
         self.jax_device = jax_device_for(self.device)
         self.num_variants, variant = variant_blocks(num_envs, num_variants)
         self.variant_of_env = torch.as_tensor(variant, device=self.device)
@@ -102,8 +106,8 @@ class MjxBackend(PhysicsBackend):
 
         data0 = mjx.make_data(self._mx)
         data = jax.device_put(jax.vmap(lambda _: data0)(jnp.arange(num_envs)), self.jax_device)
-        # The state is kept as mjx.Data's flat list of arrays: mjx.Data flattens through Python callbacks (about
-        # 0.1 ms per call and direction, three calls per control step), a list of arrays in JAX's C++.
+        # The state is kept as mjx.Data's flat list of arrays: mjx.Data flattens through Python callbacks (three
+        # calls per control step), a list of arrays in JAX's C++ (docs/benchmarks/README.md).
         paths, self._treedef = jax.tree_util.tree_flatten_with_path(data)
         self._leaves = [leaf for _, leaf in paths]
         keys = [jax.tree_util.keystr(path) for path, _ in paths]
@@ -179,7 +183,7 @@ class MjxBackend(PhysicsBackend):
             return batched
         # On the CPU, JAX's batched LAPACK Cholesky splits large batches over the XLA thread pool, and two of
         # them running at once (MJX factorises in the solver and in the implicit integrator) can deadlock a
-        # small pool: seen with 256 envs on 2 cores, never with 128. Vectorise in chunks below that size.
+        # small pool (docs/benchmarks/README.md). Vectorise in chunks below the size where that was seen.
         n = self.num_envs
         chunk = max(c for c in range(1, min(CPU_CHUNK, n) + 1) if n % c == 0)
 
@@ -281,12 +285,12 @@ class MjxBackend(PhysicsBackend):
 
 def body_contact_force_norms(model: mjx.Model, data: mjx.Data, bodies: jax.Array) -> jax.Array:
     """Norm of the net contact force on each of ``bodies`` (what MuJoCo's net-force contact sensor reports)."""
-    contact = data._impl.contact
+    contact = mjx_compat.contacts(data)
     dims = sorted({int(d) for d in np.asarray(contact.dim)})
     net = jnp.zeros((len(bodies), 3))
     body_of_geom = jnp.asarray(model.geom_bodyid)
     for dim in dims:
-        force, idx = support.contact_force_dim(model, data, dim)  # contact frame, rows: normal, tangents
+        force, idx = mjx_compat.contact_force_dim(model, data, dim)  # contact frame, rows: normal, tangents
         world = jnp.einsum("ci,cij->cj", force[:, :3], contact.frame[idx])  # force on geom 2 from geom 1
         geom = contact.geom[idx]
         # +1 where the body is the contact's second geom, -1 where it is the first (equal and opposite).

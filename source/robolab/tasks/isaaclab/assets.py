@@ -36,9 +36,9 @@ def robot_mjcf() -> str:
     import mujoco
 
     from robolab.assets.go2 import build_go2_spec
-    from robolab.assets.robot_cfg import RobotCfg
+    from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 
-    spec = build_go2_spec(RobotCfg())
+    spec = build_go2_spec(go2_robot_cfg())
     for actuator in list(spec.actuators):
         spec.delete(actuator)
     for geom in list(spec.worldbody.geoms):

@@ -28,6 +28,7 @@ from isaaclab_tasks.core.velocity.config.go2.rough_env_cfg import UnitreeGo2Roug
 
 from robolab.amp.features import AMP_TERMS
 from robolab.assets.robot_cfg import RobotCfg
+from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 from robolab.tasks.isaaclab.mdp import body_pos_b
 
 
@@ -69,7 +70,7 @@ class Go2FlatEnvCfg(_Go2Flat):
     def __post_init__(self):
         super().__post_init__()
         add_privileged_groups(self)
-        add_amp_group(self, RobotCfg())
+        add_amp_group(self, go2_robot_cfg())
 
 
 @configclass
@@ -77,7 +78,7 @@ class Go2RoughEnvCfg(_Go2Rough):
     def __post_init__(self):
         super().__post_init__()
         add_privileged_groups(self)
-        add_amp_group(self, RobotCfg())
+        add_amp_group(self, go2_robot_cfg())
 
 
 @configclass

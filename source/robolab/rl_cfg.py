@@ -1,0 +1,204 @@
+"""Typed agent configs: the rsl_rl runner dict's schema, with every default in one place.
+
+rsl_rl takes its runner config as a plain dict with ``class_name`` entries. robolab keeps that dict as what is
+handed over (``robolab.config.agent_dict``) but composes it through these dataclasses: Hydra checks every
+``agent.*`` override's type against them, and ``__post_init__`` checks ranges before any work starts. The YAML
+files under ``config/runner`` and ``config/algorithm`` only pick a schema and set what differs from it.
+
+Model entries (``actor``, ``critic``, ``student``, ``teacher``) stay open dicts: their keys are the keyword
+arguments of whatever rsl_rl model class ``class_name`` names (MLP, RNN, CNN), which checks them itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+
+
+class AgentConfigError(ValueError):
+    """An ``agent.*`` value out of range; the message names the key and what is allowed."""
+
+
+def _require(key: str, value: Any, ok: bool, allowed: str) -> None:
+    if not ok:
+        raise AgentConfigError(f"agent.{key}={value!r}: {allowed}")
+
+
+def _positive(key: str, value: float) -> None:
+    what = "a learning rate" if key.endswith("learning_rate") else "it"
+    _require(key, value, value > 0, f"{what} must be > 0")
+
+
+def _mlp(hidden_dims: list[int], init_std: float | None) -> dict[str, Any]:
+    model: dict[str, Any] = {"class_name": "MLPModel", "hidden_dims": hidden_dims, "activation": "elu",
+                             "obs_normalization": True}
+    if init_std is not None:
+        model["distribution_cfg"] = {"class_name": "GaussianDistribution", "init_std": init_std}
+    return model
+
+
+def _check_model(key: str, model: dict[str, Any]) -> None:
+    _require(f"{key}.class_name", model.get("class_name"), bool(model.get("class_name")), "must name a model class")
+    dims = model.get("hidden_dims", [1])
+    _require(f"{key}.hidden_dims", dims, all(isinstance(d, int) and d > 0 for d in dims), "must be positive integers")
+
+
+# --- algorithms ---------------------------------------------------------------------------------------------
+@dataclass
+class PpoCfg:
+    """rsl_rl's PPO keyword arguments (robolab's ``PPO`` subclass)."""
+
+    class_name: str = "robolab.algorithms:PPO"
+    learning_rate: float = 1.0e-3
+    num_learning_epochs: int = 5
+    num_mini_batches: int = 4
+    clip_param: float = 0.2
+    gamma: float = 0.99
+    lam: float = 0.95
+    value_loss_coef: float = 1.0
+    entropy_coef: float = 0.01
+    max_grad_norm: float = 1.0
+    schedule: str = "adaptive"
+    desired_kl: float = 0.01
+    use_clipped_value_loss: bool = True
+    normalize_advantage_per_mini_batch: bool = False
+    rnd_cfg: Any = None
+    symmetry_cfg: Any = None
+
+    def __post_init__(self) -> None:
+        for key in ("learning_rate", "num_learning_epochs", "num_mini_batches", "clip_param", "max_grad_norm",
+                    "desired_kl"):
+            _positive(f"algorithm.{key}", getattr(self, key))
+        for key in ("gamma", "lam"):
+            value = getattr(self, key)
+            _require(f"algorithm.{key}", value, 0 <= value <= 1, "must be in [0, 1]")
+        _require("algorithm.schedule", self.schedule, self.schedule in ("adaptive", "fixed"), "allowed: adaptive, fixed")
+
+
+@dataclass
+class AmpCfg:
+    """The adversarial motion prior: reference clips, discriminator and how style and task rewards mix."""
+
+    motion_files: list[str] = field(default_factory=lambda: ["go2_trot.npz"])
+    """Paths, or clips shipped in ``robolab/amp/data``."""
+    loss_type: str = "lsgan"
+    """``lsgan`` (least squares + gradient penalty, Peng et al. 2021) or ``bce``."""
+    hidden_dims: list[int] = field(default_factory=lambda: [1024, 512])
+    activation: str = "relu"
+    learning_rate: float = 1.0e-4
+    weight_decay: float = 1.0e-4
+    grad_penalty_coef: float = 5.0
+    num_disc_updates: int = 8
+    batch_size: int = 4096
+    replay_size: int = 100_000
+    max_grad_norm: float = 1.0
+    task_reward_weight: float = 1.0
+    style_reward_weight: float = 1.0
+    """The style reward is in [0, 1] per step and scaled by the control dt, like the task's terms."""
+
+    def __post_init__(self) -> None:
+        key = "algorithm.amp_cfg"
+        _require(f"{key}.motion_files", self.motion_files, len(self.motion_files) > 0, "name at least one clip")
+        _require(f"{key}.loss_type", self.loss_type, self.loss_type in ("lsgan", "bce"), "allowed: lsgan, bce")
+        for name in ("learning_rate", "num_disc_updates", "batch_size", "replay_size", "max_grad_norm"):
+            _positive(f"{key}.{name}", getattr(self, name))
+        for name in ("weight_decay", "grad_penalty_coef", "task_reward_weight", "style_reward_weight"):
+            value = getattr(self, name)
+            _require(f"{key}.{name}", value, value >= 0, "must be >= 0")
+
+
+@dataclass
+class PpoAmpCfg(PpoCfg):
+    class_name: str = "robolab.algorithms:PPOAMP"
+    amp_cfg: AmpCfg = field(default_factory=AmpCfg)
+
+
+@dataclass
+class DistillationCfg:
+    """rsl_rl's Distillation keyword arguments (robolab's ``Distillation`` subclass)."""
+
+    class_name: str = "robolab.algorithms:Distillation"
+    num_learning_epochs: int = 2
+    gradient_length: int = 12
+    learning_rate: float = 1.0e-3
+    max_grad_norm: float | None = 1.0
+    loss_type: str = "mse"
+
+    def __post_init__(self) -> None:
+        for key in ("num_learning_epochs", "gradient_length", "learning_rate"):
+            _positive(f"algorithm.{key}", getattr(self, key))
+        _require("algorithm.loss_type", self.loss_type, self.loss_type in ("mse", "huber"), "allowed: mse, huber")
+
+
+# --- runners ------------------------------------------------------------------------------------------------
+@dataclass
+class RunnerCfg:
+    """What every runner reads; ``algorithm`` is filled by the ``algorithm`` config group with its own schema."""
+
+    runner_class_name: str = "robolab.runners:OnPolicyRunner"
+    num_steps_per_env: int = 24
+    max_iterations: int = 1500
+    """The final iteration count: a resumed run trains until it reaches it."""
+    save_interval: int = 50
+    experiment_name: str = "robolab"
+    run_name: str = ""
+    logger: Any = "tensorboard"
+    """``tensorboard``, or rsl_rl's writer dict (``{class_name: WandbLogWriter, project_name: ...}``)."""
+    check_for_nan: bool = True
+    obs_groups: dict[str, list[str]] = field(default_factory=dict)
+    algorithm: Any = None
+
+    def __post_init__(self) -> None:
+        for key in ("num_steps_per_env", "max_iterations", "save_interval"):
+            _require(key, getattr(self, key), getattr(self, key) >= 1, "must be an integer >= 1")
+        _require("experiment_name", self.experiment_name, bool(self.experiment_name), "must not be empty")
+
+
+@dataclass
+class OnPolicyRunnerCfg(RunnerCfg):
+    obs_groups: dict[str, list[str]] = field(default_factory=lambda: {"actor": ["policy"], "critic": ["critic"]})
+    actor: dict[str, Any] = field(default_factory=lambda: _mlp([512, 256, 128], init_std=1.0))
+    critic: dict[str, Any] = field(default_factory=lambda: _mlp([512, 256, 128], init_std=None))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_model("actor", self.actor)
+        _check_model("critic", self.critic)
+
+
+@dataclass
+class DistillationRunnerCfg(RunnerCfg):
+    runner_class_name: str = "robolab.runners:DistillationRunner"
+    max_iterations: int = 300
+    obs_groups: dict[str, list[str]] = field(default_factory=lambda: {"student": ["policy"], "teacher": ["teacher"]})
+    student: dict[str, Any] = field(default_factory=lambda: _mlp([256, 128, 64], init_std=0.1))
+    teacher: dict[str, Any] = field(default_factory=lambda: _mlp([128, 128, 128], init_std=1.0))
+    """Must match the architecture of the teacher's PPO actor."""
+    teacher_checkpoint: str | None = None
+    """A PPO checkpoint whose actor reads the ``teacher`` group (``--teacher_checkpoint``); None: the newest
+    checkpoint of ``teacher_experiment`` under the log root."""
+    teacher_experiment: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_model("student", self.student)
+        _check_model("teacher", self.teacher)
+
+
+# Schemas by config group: the YAML option of the same group names one in its defaults list.
+SCHEMAS = {
+    ("runner", "on_policy_schema", "agent"): OnPolicyRunnerCfg,
+    ("runner", "distillation_schema", "agent"): DistillationRunnerCfg,
+    ("algorithm", "ppo_schema", "agent.algorithm"): PpoCfg,
+    ("algorithm", "ppo_amp_schema", "agent.algorithm"): PpoAmpCfg,
+    ("algorithm", "distillation_schema", "agent.algorithm"): DistillationCfg,
+}
+
+
+def register_schemas() -> None:
+    """Put the schemas in Hydra's ConfigStore (idempotent; needed before composing ``train.yaml``)."""
+    store = ConfigStore.instance()
+    for (group, name, package), node in SCHEMAS.items():
+        store.store(group=group, name=name, node=node, package=package)

@@ -1,0 +1,128 @@
+"""Where robolab meets rsl_rl: every rsl_rl name robolab uses is imported here, and nowhere else.
+
+robolab subclasses rsl_rl's runner, algorithms and logger and calls a few of its utilities, all through their
+public API: constructors, public methods and the attributes rsl_rl documents. Where robolab needs a method to
+behave differently it overrides the method whole (``OnPolicyRunner.__init__`` and ``learn``, the logger's
+``process_env_step``), never by reaching into rsl_rl's private state.
+
+``SURFACE`` lists each name robolab relies on with the parameters robolab passes, overrides or reads;
+``surface_mismatches()`` compares it with the installed rsl-rl-lib, and ``tests/test_rsl_rl_api.py`` fails
+with a message naming the change when an upgrade breaks any of it.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import rsl_rl
+from rsl_rl.algorithms import PPO, Distillation
+from rsl_rl.env import VecEnv
+from rsl_rl.modules import MLP, EmpiricalNormalization
+from rsl_rl.runners import OnPolicyRunner
+from rsl_rl.utils import check_nan, reduce_gradients_in_buckets, resolve_callable
+from rsl_rl.utils.logger import Logger
+
+__all__ = [
+    "MLP", "PPO", "SURFACE", "Distillation", "EmpiricalNormalization", "Logger", "OnPolicyRunner", "VecEnv",
+    "check_nan", "reduce_gradients_in_buckets", "resolve_callable", "rsl_rl_version", "surface_mismatches",
+]
+
+# name -> parameters (in order) that robolab passes, overrides or calls with. A leading "self" is implied
+# for methods and left out.
+SURFACE: dict[str, tuple[str, ...]] = {
+    # runner: robolab overrides __init__, learn, save and load whole and inherits these
+    "OnPolicyRunner.get_inference_policy": ("device",),
+    "OnPolicyRunner.export_policy_to_jit": ("path", "filename"),
+    "OnPolicyRunner.export_policy_to_onnx": ("path", "filename", "verbose"),
+    "OnPolicyRunner.add_git_repo_to_log": ("repo_file_path",),
+    # algorithms: constructed by rsl_rl's factory, extended by robolab's subclasses
+    "PPO.construct_algorithm": ("obs", "env", "cfg", "device"),
+    "PPO.act": ("obs",),
+    "PPO.process_env_step": ("obs", "rewards", "dones", "extras"),
+    "PPO.compute_returns": ("obs",),
+    "PPO.update": (),
+    "PPO.save": (),
+    "PPO.load": ("loaded_dict", "load_cfg", "strict"),
+    "PPO.get_policy": (),
+    "PPO.train_mode": (),
+    "PPO.eval_mode": (),
+    "PPO.broadcast_parameters": (),
+    "PPO.reduce_parameters": (),
+    "Distillation.construct_algorithm": ("obs", "env", "cfg", "device"),
+    "Distillation.load": ("loaded_dict", "load_cfg", "strict"),
+    "Distillation.broadcast_parameters": (),
+    "Distillation.reduce_parameters": (),
+    # logger: robolab's subclass keeps the writer set-up and replaces the bookkeeping
+    "Logger.__init__": (
+        "log_dir", "cfg", "env_cfg", "num_envs", "is_distributed", "gpu_world_size", "gpu_global_rank", "device",
+    ),
+    "Logger.init_logging_writer": (),
+    "Logger.process_env_step": ("rewards", "dones", "extras", "intrinsic_rewards"),
+    "Logger.save_model": ("path", "it"),
+    "Logger.stop_logging_writer": (),
+    # utilities and modules
+    "reduce_gradients_in_buckets": ("params", "world_size", "bucket_mb"),
+    "resolve_callable": ("callable_or_name",),
+    "check_nan": ("obs", "rewards", "dones"),
+    "MLP.__init__": ("input_dim", "output_dim", "hidden_dims", "activation"),
+    "EmpiricalNormalization.__init__": ("shape",),
+    "EmpiricalNormalization.update": ("x",),
+}
+
+# Keyword arguments of the algorithm constructors that robolab's subclasses take by name.
+CONSTRUCTOR_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "PPO.__init__": ("actor", "critic", "storage", "device", "multi_gpu_cfg", "grad_reduce_bucket_mb"),
+    "Distillation.__init__": ("student", "teacher", "storage", "device", "multi_gpu_cfg", "grad_reduce_bucket_mb"),
+}
+
+# Attributes of a constructed PPO that robolab's subclasses read (public in rsl_rl: no leading underscore).
+PPO_ATTRIBUTES = ("storage", "optimizer", "rnd", "is_multi_gpu", "normalize_advantage_per_mini_batch", "learning_rate",
+                  "device", "transition")
+
+_NAMES = {
+    "OnPolicyRunner": OnPolicyRunner, "PPO": PPO, "Distillation": Distillation, "Logger": Logger, "MLP": MLP,
+    "EmpiricalNormalization": EmpiricalNormalization, "reduce_gradients_in_buckets": reduce_gradients_in_buckets,
+    "resolve_callable": resolve_callable, "check_nan": check_nan,
+}
+
+
+def rsl_rl_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("rsl-rl-lib")
+    except Exception:  # a source checkout without metadata
+        return getattr(rsl_rl, "__version__", "unknown")
+
+
+def _lookup(name: str):
+    owner, _, attr = name.partition(".")
+    obj = _NAMES[owner]
+    return getattr(obj, attr, None) if attr else obj
+
+
+def _parameters(fn) -> list[inspect.Parameter]:
+    skip = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return [p for p in inspect.signature(fn).parameters.values() if p.name != "self" and p.kind not in skip]
+
+
+def surface_mismatches() -> list[str]:
+    """One line per name of ``SURFACE``/``CONSTRUCTOR_KEYWORDS`` that the installed rsl-rl-lib no longer matches."""
+    problems = []
+    for name, expected in SURFACE.items():
+        fn = _lookup(name)
+        if fn is None:
+            problems.append(f"{name}: missing")
+            continue
+        params = _parameters(fn)
+        # The names robolab uses, in order; anything after them must be optional (robolab does not pass it).
+        got = tuple(p.name for p in params[: len(expected)])
+        extra = [p.name for p in params[len(expected):] if p.default is inspect.Parameter.empty]
+        if got != expected or extra:
+            problems.append(f"{name}: parameters {tuple(p.name for p in params)}, robolab expects {expected}")
+    for name, keywords in CONSTRUCTOR_KEYWORDS.items():
+        params = [p.name for p in _parameters(_lookup(name))]
+        missing = [k for k in keywords if k not in params]
+        if missing:
+            problems.append(f"{name}: no parameter(s) {missing}")
+    return problems

@@ -1,0 +1,305 @@
+"""How a run is assembled, for training, evaluation and benchmarks alike.
+
+1. ``join``: the rank layout from the launcher, this rank's device, the composed config; the process group is
+   started here and nowhere else, and every rank checks that the others composed the same config.
+2. ``open_env``: the task's env (the embedded MuJoCo MDP or an Isaac Lab env), its config validated first.
+3. ``build_runner``: the rsl_rl runner the agent config names, on this rank's device.
+
+``prepare_training`` adds the run directory (chosen on rank 0, broadcast), the files rank 0 writes and the
+checkpoint or teacher to load; ``run_training`` trains to the final iteration and writes ``summary.json``.
+``prepare_policy`` (``play.py``) and ``prepare_benchmark`` (``benchmark.py``) reuse the same three steps.
+The ``cli`` modules only parse arguments and print.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from robolab import checkpoint, distributed, runs, tasks
+from robolab.config import ConfigError, agent_dict, build_env_cfg, compose, to_yaml
+from robolab.distributed import DistributedContext
+from robolab.rsl_rl_api import resolve_callable
+
+DEFAULT_TASK = "RoboLab-Velocity-Flat-Go2-v0"
+DEFAULT_LOG_ROOT = os.path.join("logs", "robolab")
+
+
+@dataclass
+class TrainOptions:
+    """The launch flags of ``train.py`` (everything else is a Hydra override)."""
+
+    task: str = DEFAULT_TASK
+    num_envs: int | None = None
+    max_iterations: int | None = None
+    seed: int | None = None
+    device: str | None = None
+    distributed: bool = False
+    log_root: str = DEFAULT_LOG_ROOT
+    run_name: str | None = None
+    resume: str | None = None
+    check_replication_every: int | None = None
+    teacher_checkpoint: str | None = None
+
+    @classmethod
+    def from_namespace(cls, args) -> TrainOptions:
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
+
+    def overrides(self) -> list[str]:
+        """The flags as Hydra overrides (they win over the task's defaults)."""
+        for name in ("num_envs", "max_iterations"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"--{name}={value}: must be a positive integer")
+        flags = {"env.num_envs": self.num_envs, "agent.max_iterations": self.max_iterations, "seed": self.seed,
+                 "agent.run_name": self.run_name,
+                 "distributed.check_replication_every": self.check_replication_every}
+        return [f"{key}={value}" for key, value in flags.items() if value is not None]
+
+
+# --- the three steps every program takes ------------------------------------------------------------------
+@dataclass
+class Job:
+    """Who this process is in the job, where it runs and with which config."""
+
+    ctx: DistributedContext
+    device: str
+    cfg: DictConfig
+    seed: int
+    """The config's seed plus the global rank (local ranks repeat across nodes)."""
+
+
+def join(task: str, overrides: list[str], device: str | None, distributed_run: bool) -> Job:
+    """Read the rank layout, pick the device, compose the config and start the process group."""
+    ctx = distributed.read_context() if distributed_run else DistributedContext()
+    if distributed_run and not ctx.is_distributed:
+        print("[robolab] --distributed without launcher variables (torchrun, Slurm, Open MPI): running one process")
+    device = distributed.resolve_device(device, ctx)
+    cfg = compose(task, overrides)
+    backend = distributed.backend_for(device, cfg.distributed.backend) if ctx.is_distributed else None
+    distributed.initialize(ctx, device, backend, timeout_s=float(cfg.distributed.timeout_s))
+    distributed.check_config_consistency(OmegaConf.to_container(cfg, resolve=True))
+    return Job(ctx, device, cfg, int(cfg.seed) + ctx.rank)
+
+
+def env_config(task: str, job: Job):
+    """The embedded task's env dataclass (``env.*`` applied, seed, device, CPU share); None for Isaac Lab."""
+    if tasks.is_isaaclab_task(task):
+        return None  # Isaac Lab builds and checks its own config when the env is opened
+    env_cfg = build_env_cfg(task, job.cfg.env)
+    env_cfg.seed, env_cfg.device = job.seed, job.device
+    share_cpu_cores(env_cfg, job.ctx)
+    return env_cfg
+
+
+def open_env(task: str, env_cfg, job: Job, closer: contextlib.ExitStack):
+    """The task's env (closed by ``closer``) and the config it was built from, for ``params/env.yaml``."""
+    if env_cfg is None:
+        from robolab.tasks.isaaclab.vecenv import env_config_dict, make_isaaclab_env
+
+        overrides = OmegaConf.to_container(job.cfg.env, resolve=True)
+        env = make_isaaclab_env(task, overrides, job.device, job.seed, closer)
+        return env, env_config_dict(env)
+    from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
+
+    env = VelocityEnv(env_cfg)
+    closer.callback(env.close)
+    return env, env_cfg
+
+
+def build_runner(env, agent: dict, job: Job, log_dir: str | None = None):
+    """The runner class ``agent["runner_class_name"]`` names, on this rank."""
+    return resolve_callable(agent["runner_class_name"])(
+        env, agent, log_dir=log_dir, device=job.device, dist_ctx=job.ctx,
+        check_replication_every=int(job.cfg.distributed.check_replication_every),
+    )
+
+
+def share_cpu_cores(env_cfg, ctx: DistributedContext) -> None:
+    """Ranks on one node split its cores instead of each taking all of them (oversubscription halves speed).
+
+    With a GPU the physics threads leave one core of the share to the thread that drives the GPU
+    (docs/benchmarks/README.md: 2 ranks x 16 threads on 32 cores scaled at 0.84, 2 x 15 at 0.94).
+    """
+    cores = distributed.cpu_share(ctx)
+    # An explicit OMP_NUM_THREADS (torchrun sets 1 per worker) wins for torch's own threads.
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    torch.set_num_threads(int(omp) if omp.isdigit() and int(omp) > 0 else cores)
+    if env_cfg.backend.num_threads is None:
+        gpu = str(env_cfg.device).startswith("cuda")
+        env_cfg.backend.num_threads = max(1, cores - 1) if gpu and cores > 2 else cores
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+# --- training ---------------------------------------------------------------------------------------------
+@dataclass
+class TrainingSession:
+    """Everything ``prepare_training`` builds: run it with ``run_training``, or inspect it (tests, notebooks)."""
+
+    task_id: str
+    ctx: DistributedContext
+    plan: runs.RunPlan
+    env: object
+    runner: object
+    max_iterations: int
+    closer: contextlib.ExitStack
+    """Closes the env (and, for an Isaac Lab task, the simulation) and rank 0's console copy."""
+
+
+def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSession:
+    """Validate, join the process group, build env and runner, and load the resume checkpoint or teacher."""
+    job = join(options.task, options.overrides() + overrides, options.device, options.distributed)
+    ctx = job.ctx
+    seed_everything(job.seed)
+    agent = agent_dict(job.cfg)
+    agent["seed"] = job.seed
+    if options.teacher_checkpoint is not None:
+        if "teacher_checkpoint" not in agent:
+            raise ConfigError("--teacher_checkpoint: only distillation runs load a teacher (runner=distillation)")
+        agent["teacher_checkpoint"] = options.teacher_checkpoint
+    env_cfg = env_config(options.task, job)  # config errors before any run directory exists
+    plan = distributed.run_on_main(runs.plan_run, options.log_root, agent["experiment_name"], agent["run_name"],
+                                   options.resume)
+    num_envs = env_cfg.num_envs if env_cfg is not None else job.cfg.env.get("num_envs", "the task's")
+    print(f"[robolab] rank {ctx.rank}/{ctx.world_size} (local rank {ctx.local_rank}, launcher {ctx.launcher}): "
+          f"device {job.device}, seed {job.seed}, {num_envs} envs")
+
+    closer = contextlib.ExitStack()
+    env, env_params = open_env(options.task, env_cfg, job, closer)
+    runner = build_runner(env, agent, job, log_dir=plan.run_dir if ctx.is_main else None)
+    runner.add_git_repo_to_log(__file__)  # the git state of robolab's checkout, beside rsl_rl's
+    if ctx.is_main:
+        console = runs.ConsoleLog(os.path.join(plan.run_dir, "console.log"), sys.stdout)
+        sys.stdout = console
+        closer.callback(_restore_stdout, console)
+        runs.write_text_atomic(os.path.join(plan.run_dir, "params", "env.yaml"), to_yaml(env_params))
+        runs.write_text_atomic(os.path.join(plan.run_dir, "params", "agent.yaml"), to_yaml(agent))
+        print(f"[robolab] run directory: {plan.run_dir}")
+    if plan.resume_checkpoint:
+        runner.load(plan.resume_checkpoint, map_location=job.device)
+        print(f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} at iteration {runner.current_learning_iteration}")
+    elif "teacher_checkpoint" in agent:
+        runner.load_teacher(distributed.run_on_main(runs.find_teacher, agent, options.log_root))
+    return TrainingSession(options.task, ctx, plan, env, runner, int(agent["max_iterations"]), closer)
+
+
+def _restore_stdout(console: runs.ConsoleLog) -> None:
+    console.file.close()
+    if sys.stdout is console:
+        sys.stdout = console.stream
+
+
+def run_training(session: TrainingSession) -> dict:
+    """Train up to the final iteration (or until SIGTERM/SIGINT) and write ``summary.json`` on rank 0."""
+    runner, ctx = session.runner, session.ctx
+    start_it = runner.current_learning_iteration
+    remaining = session.max_iterations - start_it
+    start = time.time()
+    with stop_on_signals(runner):
+        if remaining > 0:
+            runner.learn(num_learning_iterations=remaining, init_at_random_ep_len=start_it == 0)
+        else:
+            runner.current_learning_iteration = start_it - 1
+    if runner.stopped_early:
+        print(f"[robolab] rank {ctx.rank}: training stopped after iteration {runner.current_learning_iteration}; "
+              "checkpoint written")
+    result = summary(runner, session.task_id, ctx, time.time() - start, start_it)
+    result["stopped_early"] = runner.stopped_early
+    if ctx.is_main:
+        runs.write_text_atomic(os.path.join(session.plan.run_dir, "summary.json"), json.dumps(result, indent=2) + "\n")
+        print(f"[robolab] summary: {json.dumps(result)}")
+    return result
+
+
+@contextlib.contextmanager
+def stop_on_signals(runner):
+    """SIGTERM (Slurm pre-emption, ``timeout``) and SIGINT end training after the current iteration, saved."""
+
+    def request_stop(signum, _frame):
+        print(f"[robolab] received {signal.Signals(signum).name}: stopping after this iteration")
+        runner.stop_requested = True
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def summary(runner, task_id: str, ctx: DistributedContext, wall_s: float, start_it: int) -> dict:
+    """Whole-job figures: env steps count every rank (num_steps_per_env x num_envs x world_size)."""
+    steps_per_it = runner.cfg["num_steps_per_env"] * runner.env.num_envs * ctx.world_size
+    iterations = runner.current_learning_iteration + 1
+    session_steps = (iterations - start_it) * steps_per_it
+    latest = runner.logger.latest
+    return {
+        "task": task_id,
+        "world_size": ctx.world_size,
+        "num_envs_per_rank": runner.env.num_envs,
+        "iterations": iterations,
+        "session_iterations": iterations - start_it,
+        "total_env_steps": iterations * steps_per_it,
+        "session_env_steps": session_steps,
+        "wall_s": round(wall_s, 3),
+        "env_steps_per_s": round(session_steps / wall_s, 1) if wall_s > 0 else None,
+        "mean_reward": latest.get("Train/mean_reward"),
+        "mean_episode_length": latest.get("Train/mean_episode_length"),
+        # Isaac Lab's velocity command logs the same quantity (mean xy error, m/s) under its own name.
+        "lin_vel_tracking_error": latest.get(
+            "Metrics/lin_vel_tracking_error", latest.get("Metrics/base_velocity/error_vel_xy")
+        ),
+        "fall_rate": latest.get("Metrics/fall_rate"),
+        "non_finite_resets": latest.get("Metrics/non_finite_total"),
+        "latest_logged": {k: round(v, 6) for k, v in sorted(latest.items())},  # every statistic, last global value
+    }
+
+
+# --- evaluation and benchmarks ----------------------------------------------------------------------------
+@dataclass
+class PolicySession:
+    """A trained policy in its task's env, for ``play.py``."""
+
+    env: object
+    runner: object
+    checkpoint: str
+    closer: contextlib.ExitStack
+
+
+def prepare_policy(task: str, overrides: list[str], device: str, find_checkpoint) -> PolicySession:
+    """One process: the task's env with ``overrides`` and the runner of ``find_checkpoint(agent)``'s run, loaded."""
+    job = join(task, overrides, device, distributed_run=False)
+    agent = agent_dict(job.cfg)
+    ckpt = find_checkpoint(agent)
+    closer = contextlib.ExitStack()
+    env, _ = open_env(task, env_config(task, job), job, closer)
+    runner = build_runner(env, agent, job)
+    runner.load(ckpt, map_location=job.device)
+    return PolicySession(env, runner, ckpt, closer)
+
+
+def prepare_benchmark(task: str, overrides: list[str], device: str | None, distributed_run: bool):
+    """(job, env, runner, agent) for timing: no run directory, no checkpoints (``agent.save_interval`` huge)."""
+    if tasks.is_isaaclab_task(task):
+        raise ConfigError(f"--task={task}: the benchmark times the embedded tasks' physics backends only")
+    job = join(task, [*overrides, "agent.save_interval=1000000"], device, distributed_run)
+    agent = agent_dict(job.cfg)
+    closer = contextlib.ExitStack()
+    env, _ = open_env(task, env_config(task, job), job, closer)
+    return job, env, build_runner(env, agent, job), agent, closer
+
