@@ -2,28 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import dataclasses
-
 import pytest
+
 from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "scripts" / "train.py")
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: end-to-end runs that train for a few iterations")
-
-
 def clean_env(**extra: str) -> dict[str, str]:
     """The test process's environment without launcher variables (a test sets the ones it needs)."""
-    drop = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "SLURM_", "OMPI_COMM_WORLD", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC")
+    drop = (
+        "WORLD_SIZE",
+        "RANK",
+        "LOCAL_RANK",
+        "SLURM_",
+        "OMPI_COMM_WORLD",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "TORCHELASTIC",
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env["PYTHONUNBUFFERED"] = "1"
     env["OMP_NUM_THREADS"] = "1"
@@ -47,9 +52,15 @@ def train_cmd(*args: str) -> list[str]:
 
 # Small, fast training settings shared by the end-to-end tests.
 TINY = [
-    "--num_envs", "16", "env.backend.num_threads=1", "agent.num_steps_per_env=8",
-    "agent.actor.hidden_dims=[32,32]", "agent.critic.hidden_dims=[32,32]", "agent.save_interval=1",
-    "agent.algorithm.num_mini_batches=2", "agent.algorithm.num_learning_epochs=2",
+    "--num_envs",
+    "16",
+    "env.backend.num_threads=1",
+    "agent.num_steps_per_env=8",
+    "agent.actor.hidden_dims=[32,32]",
+    "agent.critic.hidden_dims=[32,32]",
+    "agent.save_interval=1",
+    "agent.algorithm.num_mini_batches=2",
+    "agent.algorithm.num_learning_epochs=2",
 ]
 
 

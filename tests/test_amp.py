@@ -8,12 +8,12 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, clean_env, run, train_cmd
+
+from conftest import ROOT, clean_env, go2_robot, run, train_cmd
 from robolab.amp.discriminator import Discriminator, gradient_penalty
 from robolab.amp.features import AMP_TERMS
 from robolab.amp.gait import GaitCfg, foot_positions, generate_clip, leg_geometry, leg_ik
 from robolab.amp.motion import MotionFormatError, MotionLibrary, load_clip
-from conftest import go2_robot
 from robolab.assets import load_robot
 from test_distributed import torchrun
 
@@ -33,20 +33,27 @@ def test_leg_ik_inverts_forward_kinematics():
     q = np.array(ROBOT.default_joint_pos) + rng.uniform(-0.3, 0.3, (20, 12))
     feet = foot_positions(robot.model, robot, q)
     for i, leg in enumerate(("FL", "FR", "RL", "RR")):
-        np.testing.assert_allclose(leg_ik(feet[:, i], leg_geometry(robot.model, leg)), q[:, 3 * i : 3 * i + 3], atol=1e-6)
+        np.testing.assert_allclose(
+            leg_ik(feet[:, i], leg_geometry(robot.model, leg)), q[:, 3 * i : 3 * i + 3], atol=1e-6
+        )
 
 
-@pytest.mark.parametrize("gait, together, apart", [("trot", ("FL", "RR"), ("FL", "FR")), ("pace", ("FL", "RL"), ("FL", "FR"))])
+@pytest.mark.parametrize(
+    "gait, together, apart", [("trot", ("FL", "RR"), ("FL", "FR")), ("pace", ("FL", "RL"), ("FL", "FR"))]
+)
 def test_generated_gaits_phase_the_legs(gait, together, apart):
     clip = generate_clip(GaitCfg(gait=gait, duration=1.0))
     # lift above each foot's own stance height (front and rear stand at different heights)
-    height = {leg: clip.foot_pos[:, i, 2] - clip.foot_pos[:, i, 2].min() for i, leg in enumerate(("FL", "FR", "RL", "RR"))}
+    height = {
+        leg: clip.foot_pos[:, i, 2] - clip.foot_pos[:, i, 2].min() for i, leg in enumerate(("FL", "FR", "RL", "RR"))
+    }
     np.testing.assert_allclose(height[together[0]], height[together[1]], atol=1e-6)
-    lifted = lambda h: h > 1e-3  # noqa: E731
+    lifted = lambda h: h > 1e-3
     assert not np.any(lifted(height[apart[0]]) & lifted(height[apart[1]]))  # never both in the air
     np.testing.assert_allclose(clip.base_lin_vel[:, 0], 0.6)
 
 
+@pytest.mark.slow
 def test_shipped_clips_are_what_the_generator_makes(tmp_path):
     for gait in ("trot", "pace"):
         out = tmp_path / f"{gait}.npz"
@@ -66,7 +73,11 @@ def test_loader_reorders_by_name_and_interpolates(tmp_path):
     clip = load_clip(str(tmp_path / "shuffled.npz"), ROBOT.joint_names, ROBOT.foot_bodies)
     np.testing.assert_array_equal(clip.joint_pos, trot_clip().joint_pos)
     lib = MotionLibrary([clip], AMP_TERMS)
-    a, b, mid = lib.state_at(0, torch.tensor([0.02])), lib.state_at(0, torch.tensor([0.04])), lib.state_at(0, torch.tensor([0.03]))
+    a, b, mid = (
+        lib.state_at(0, torch.tensor([0.02])),
+        lib.state_at(0, torch.tensor([0.04])),
+        lib.state_at(0, torch.tensor([0.03])),
+    )
     torch.testing.assert_close(mid, 0.5 * (a + b))
     s, s_next = lib.sample_pairs(64, dt=0.02, generator=torch.Generator().manual_seed(0))
     assert s.shape == (64, 42) and not torch.equal(s, s_next)
@@ -78,7 +89,10 @@ def test_loader_reorders_by_name_and_interpolates(tmp_path):
         (lambda d: d.pop("foot_pos"), "missing fields ['foot_pos']"),
         (lambda d: d.update(fps=np.float64(0)), "fps=0.0 must be a positive frame rate"),
         (lambda d: d.update(joint_vel=d["joint_vel"][:, :11]), "joint_vel has shape (201, 11), expected (201, 12)"),
-        (lambda d: d.update(joint_names=np.array(["x"] + list(d["joint_names"][1:]))), "joints ['FL_hip_joint'] of the robot"),
+        (
+            lambda d: d.update(joint_names=np.array(["x"] + list(d["joint_names"][1:]))),
+            "joints ['FL_hip_joint'] of the robot",
+        ),
         (lambda d: d["joint_pos"].__setitem__((3, 3), np.nan), "joint_pos holds non-finite values"),
     ],
 )
@@ -91,6 +105,7 @@ def test_loader_rejects_bad_clips_naming_the_problem(tmp_path, edit, message):
     assert message in str(info.value) and "bad.npz" in str(info.value)
 
 
+@pytest.mark.slow
 def test_motion_cli_inspects_and_converts(tmp_path):
     res = run([*MOTION, "inspect", str(DATA / "go2_trot.npz")])
     assert res.returncode == 0 and json.loads(res.stdout)["frames"] == 201
@@ -99,7 +114,19 @@ def test_motion_cli_inspects_and_converts(tmp_path):
     np.savez(tmp_path / "other_names.npz", **data)
     out = tmp_path / "converted.npz"
     renames = [f"{n.replace('_joint', '')}={n}" for n in ROBOT.joint_names]
-    res = run([*MOTION, "convert", str(tmp_path / "other_names.npz"), "--output", str(out), "--fps", "25", "--rename", *renames])
+    res = run(
+        [
+            *MOTION,
+            "convert",
+            str(tmp_path / "other_names.npz"),
+            "--output",
+            str(out),
+            "--fps",
+            "25",
+            "--rename",
+            *renames,
+        ]
+    )
     assert res.returncode == 0, res.stderr
     clip = load_clip(str(out), ROBOT.joint_names, ROBOT.foot_bodies)
     assert clip.fps == 25 and clip.num_frames == 101
@@ -116,7 +143,7 @@ def test_discriminator_separates_expert_from_random_and_style_reward_prefers_exp
     scale = expert_s.std(dim=0) + 1e-3
     mean = expert_s.mean(dim=0)
     random_s, random_next = mean + scale * torch.randn(512, 42), mean + scale * torch.randn(512, 42)
-    norm = lambda x: (x - mean) / scale  # noqa: E731
+    norm = lambda x: (x - mean) / scale
     disc = Discriminator(42, hidden_dims=(128, 128), loss_type="lsgan")
     opt = torch.optim.Adam(disc.parameters(), lr=1e-3)
     for _ in range(300):
@@ -128,7 +155,10 @@ def test_discriminator_separates_expert_from_random_and_style_reward_prefers_exp
     with torch.no_grad():
         d_e, d_r = disc(norm(expert_s), norm(expert_next)), disc(norm(random_s), norm(random_next))
         assert ((d_e > 0).float().mean() > 0.95) and ((d_r < 0).float().mean() > 0.95)
-        r_e, r_r = disc.style_reward(norm(expert_s), norm(expert_next)), disc.style_reward(norm(random_s), norm(random_next))
+        r_e, r_r = (
+            disc.style_reward(norm(expert_s), norm(expert_next)),
+            disc.style_reward(norm(random_s), norm(random_next)),
+        )
     assert r_e.min() >= 0 and r_e.max() <= 1 and r_r.min() >= 0 and r_r.max() <= 1
     assert r_e.mean() > r_r.mean() + 0.5
 
@@ -142,20 +172,36 @@ def test_bce_style_reward_is_bounded():
 
 
 # --- pipeline ------------------------------------------------------------------------------------------------
-AMP_SMALL = ["--task", "RoboLab-Velocity-Flat-Go2-AMP-v0", "--num_envs", "16", "env.backend.num_threads=1",
-             "agent.num_steps_per_env=8", "agent.actor.hidden_dims=[32]", "agent.critic.hidden_dims=[32]",
-             "agent.algorithm.amp_cfg.hidden_dims=[32]", "agent.algorithm.amp_cfg.batch_size=64",
-             "agent.algorithm.amp_cfg.num_disc_updates=2"]
+AMP_SMALL = [
+    "--task",
+    "RoboLab-Velocity-Flat-Go2-AMP-v0",
+    "--num_envs",
+    "16",
+    "env.backend.num_threads=1",
+    "agent.num_steps_per_env=8",
+    "agent.actor.hidden_dims=[32]",
+    "agent.critic.hidden_dims=[32]",
+    "agent.algorithm.amp_cfg.hidden_dims=[32]",
+    "agent.algorithm.amp_cfg.batch_size=64",
+    "agent.algorithm.amp_cfg.num_disc_updates=2",
+]
 
 
+@pytest.mark.slow
 def test_amp_task_trains_and_logs_style_and_discriminator_figures(log_root):
     res = run(train_cmd(*AMP_SMALL, "--max_iterations", "2", "--log_root", log_root))
     assert res.returncode == 0, res.stderr[-3000:]
-    for key in ("AMP/style_reward", "Mean amp_discriminator loss", "Mean amp_grad_penalty loss", "Mean amp_d_expert loss",
-                "Mean amp_d_policy loss"):
+    for key in (
+        "AMP/style_reward",
+        "Mean amp_discriminator loss",
+        "Mean amp_grad_penalty loss",
+        "Mean amp_d_expert loss",
+        "Mean amp_d_policy loss",
+    ):
         assert key in res.stdout, key
 
 
+@pytest.mark.slow
 def test_mismatched_pipeline_pair_and_missing_amp_group_are_errors(log_root):
     no_amp_keys = [a for a in AMP_SMALL if "amp_cfg" not in a]
     res = run(train_cmd(*no_amp_keys, "--max_iterations", "1", "--log_root", log_root, "algorithm=ppo"))
@@ -164,19 +210,31 @@ def test_mismatched_pipeline_pair_and_missing_amp_group_are_errors(log_root):
     assert res.returncode == 2 and "needs an env with an `amp` observation group" in res.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["synced", "ppo_only"])
 def test_two_ranks_keep_identical_discriminators_only_when_it_is_synchronised(tmp_path, mode):
     dump = tmp_path / "dump"
     dump.mkdir()
-    args = ["--distributed", "--device", "cpu", *AMP_SMALL, "--max_iterations", "3", "--log_root", str(tmp_path / "logs")]
+    args = [
+        "--distributed",
+        "--device",
+        "cpu",
+        *AMP_SMALL,
+        "--max_iterations",
+        "3",
+        "--log_root",
+        str(tmp_path / "logs"),
+    ]
     if mode == "synced":
         args += ["--check_replication_every", "1"]
     env = clean_env(PYTHONPATH=str(ROOT / "tests"))
-    res = run(torchrun(2, str(ROOT / "tests" / "helpers" / "amp_sync.py"), str(dump), mode, *args), env=env, timeout=300)
+    res = run(
+        torchrun(2, str(ROOT / "tests" / "helpers" / "amp_sync.py"), str(dump), mode, *args), env=env, timeout=300
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     ranks = [json.loads((dump / f"rank{r}.json").read_text()) for r in range(2)]
-    disc = lambda d: {k: v for k, v in d.items() if k.startswith("discriminator.")}  # noqa: E731
-    actor = lambda d: {k: v for k, v in d.items() if k.startswith("actor.")}  # noqa: E731
+    disc = lambda d: {k: v for k, v in d.items() if k.startswith("discriminator.")}
+    actor = lambda d: {k: v for k, v in d.items() if k.startswith("actor.")}
     assert actor(ranks[0]) == actor(ranks[1])  # PPO itself is synchronised either way
     if mode == "synced":
         assert disc(ranks[0]) == disc(ranks[1])

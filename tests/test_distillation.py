@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, run, train_cmd
 from test_distributed import torchrun
 
@@ -12,7 +14,11 @@ TEACHER = "RoboLab-Velocity-Flat-Go2-Teacher-v0"
 STUDENT = "RoboLab-Velocity-Flat-Go2-Distillation-v0"
 SMALL = ["--num_envs", "32", "env.backend.num_threads=1", "agent.num_steps_per_env=12"]
 TEACHER_NETS = ["agent.actor.hidden_dims=[32]", "agent.critic.hidden_dims=[32]"]
-STUDENT_NETS = ["agent.teacher.hidden_dims=[32]", "agent.student.hidden_dims=[32,32]", "agent.algorithm.gradient_length=6"]
+STUDENT_NETS = [
+    "agent.teacher.hidden_dims=[32]",
+    "agent.student.hidden_dims=[32,32]",
+    "agent.algorithm.gradient_length=6",
+]
 
 
 def train_teacher(log_root: str) -> Path:
@@ -26,6 +32,7 @@ def behavior_losses(run_dir: Path) -> list[float]:
     return [float(line.split(":")[1]) for line in lines if "Mean behavior loss" in line]
 
 
+@pytest.mark.slow
 def test_student_learns_from_the_newest_teacher_and_its_loss_falls(log_root):
     teacher = train_teacher(log_root)
     res = run(train_cmd("--task", STUDENT, *SMALL, *STUDENT_NETS, "--max_iterations", "8", "--log_root", log_root))
@@ -38,17 +45,31 @@ def test_student_learns_from_the_newest_teacher_and_its_loss_falls(log_root):
     assert json.loads((run_dir / "summary.json").read_text())["iterations"] == 8
 
 
+@pytest.mark.slow
 def test_teacher_of_the_wrong_shape_is_a_one_line_error(log_root):
     res = run(train_cmd(*SMALL, *TEACHER_NETS, "--max_iterations", "1", "--log_root", log_root))  # actor reads `policy`
     assert res.returncode == 0, res.stderr[-3000:]
     wrong = next(Path(log_root, "go2_flat").glob("*/model_0.pt"))
-    res = run(train_cmd("--task", STUDENT, *SMALL, *STUDENT_NETS, "--max_iterations", "1", "--log_root", log_root,
-                        "--teacher_checkpoint", str(wrong)))
+    res = run(
+        train_cmd(
+            "--task",
+            STUDENT,
+            *SMALL,
+            *STUDENT_NETS,
+            "--max_iterations",
+            "1",
+            "--log_root",
+            log_root,
+            "--teacher_checkpoint",
+            str(wrong),
+        )
+    )
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "has shape (1, 48), the teacher model expects (1, 54)" in lines[0]
 
 
+@pytest.mark.slow
 def test_missing_teacher_and_mismatched_pipeline_are_one_line_errors(log_root):
     res = run(train_cmd("--task", STUDENT, *SMALL, "--max_iterations", "1", "--log_root", log_root))
     assert res.returncode == 2 and "no teacher checkpoint" in res.stderr and len(res.stderr.strip().splitlines()) == 1
@@ -57,13 +78,27 @@ def test_missing_teacher_and_mismatched_pipeline_are_one_line_errors(log_root):
     assert "runner=distillation does not work with algorithm=ppo; allowed pairs:" in res.stderr
 
 
+@pytest.mark.slow
 def test_two_rank_distillation_ends_with_identical_students(tmp_path):
     log_root = str(tmp_path / "logs")
     train_teacher(log_root)
     dump = tmp_path / "dump"
     dump.mkdir()
-    args = ["--distributed", "--device", "cpu", "--task", STUDENT, *SMALL, *STUDENT_NETS, "--max_iterations", "3",
-            "--log_root", log_root, "--check_replication_every", "1"]
+    args = [
+        "--distributed",
+        "--device",
+        "cpu",
+        "--task",
+        STUDENT,
+        *SMALL,
+        *STUDENT_NETS,
+        "--max_iterations",
+        "3",
+        "--log_root",
+        log_root,
+        "--check_replication_every",
+        "1",
+    ]
     res = run(torchrun(2, str(ROOT / "tests" / "helpers" / "train_and_dump.py"), str(dump), *args), timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     ranks = [json.loads((dump / f"rank{r}.json").read_text())["digests"] for r in range(2)]
@@ -72,14 +107,20 @@ def test_two_rank_distillation_ends_with_identical_students(tmp_path):
     assert "replication check passed" in res.stdout
 
 
+@pytest.mark.slow
 def test_recurrent_student_trains_and_resumes(log_root):
     train_teacher(log_root)
     rnn = ["agent.student.class_name=RNNModel", "+agent.student.rnn_type=gru", "+agent.student.rnn_hidden_dim=32"]
-    res = run(train_cmd("--task", STUDENT, *SMALL, *STUDENT_NETS, *rnn, "--max_iterations", "3", "--log_root", log_root))
+    res = run(
+        train_cmd("--task", STUDENT, *SMALL, *STUDENT_NETS, *rnn, "--max_iterations", "3", "--log_root", log_root)
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     run_dir = next(Path(log_root, "go2_flat_distillation").iterdir())
     assert len(behavior_losses(run_dir)) == 3
-    again = run(train_cmd("--task", STUDENT, *SMALL, *STUDENT_NETS, *rnn, "--max_iterations", "5", "--log_root",
-                          log_root, "--resume"))
+    again = run(
+        train_cmd(
+            "--task", STUDENT, *SMALL, *STUDENT_NETS, *rnn, "--max_iterations", "5", "--log_root", log_root, "--resume"
+        )
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     assert "at iteration 3" in again.stdout and json.loads((run_dir / "summary.json").read_text())["iterations"] == 5

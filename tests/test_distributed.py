@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from conftest import ROOT, TINY, TRAIN, clean_env, free_port, run, train_cmd
 from robolab import distributed
 from robolab.distributed import DistributedConfigError, DistributedContext, read_context
@@ -19,8 +20,16 @@ HELPERS = ROOT / "tests" / "helpers"
 
 
 def torchrun(nproc: int, script: str, *args: str, extra: list[str] = ()) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-            *extra, script, *args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        *extra,
+        script,
+        *args,
+    ]
 
 
 def dist_train_args(log_root: str, iterations: int = 3) -> list[str]:
@@ -32,7 +41,9 @@ def test_context_from_torchrun_slurm_and_openmpi_variables():
     assert read_context({}) == DistributedContext()
     ctx = read_context({"WORLD_SIZE": "4", "RANK": "3", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"})
     assert (ctx.world_size, ctx.rank, ctx.local_rank, ctx.launcher, ctx.local_world_size) == (4, 3, 1, "torchrun", 2)
-    ctx = read_context({"SLURM_NTASKS": "8", "SLURM_PROCID": "5", "SLURM_LOCALID": "1", "SLURM_NTASKS_PER_NODE": "4(x2)"})
+    ctx = read_context(
+        {"SLURM_NTASKS": "8", "SLURM_PROCID": "5", "SLURM_LOCALID": "1", "SLURM_NTASKS_PER_NODE": "4(x2)"}
+    )
     assert (ctx.world_size, ctx.rank, ctx.local_rank, ctx.launcher, ctx.local_world_size) == (8, 5, 1, "slurm", 4)
     ctx = read_context({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "0"})
     assert (ctx.world_size, ctx.rank, ctx.local_rank, ctx.launcher) == (2, 1, 0, "openmpi")
@@ -72,6 +83,7 @@ def test_device_rules(monkeypatch):
 
 
 # --- training under torchrun ------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("nproc", [2, 3, 4])
 def test_ranks_train_with_one_run_dir_global_totals_and_identical_state(tmp_path, nproc):
     log_root, dump = str(tmp_path / "logs"), tmp_path / "dump"
@@ -93,12 +105,16 @@ def test_ranks_train_with_one_run_dir_global_totals_and_identical_state(tmp_path
         assert other["digests"] == reference
 
 
+@pytest.mark.slow
 def test_two_ranks_times_b_equal_one_rank_times_2b(tmp_path):
     """The multi-GPU claim: N ranks x B samples give the update of 1 rank x N*B samples."""
     single, double, local = tmp_path / "one.pt", tmp_path / "two.pt", tmp_path / "rsl.pt"
     helper = str(HELPERS / "ppo_equivalence.py")
-    for cmd in (torchrun(1, helper, str(single), "robolab"), torchrun(2, helper, str(double), "robolab"),
-                torchrun(2, helper, str(local), "rsl_rl")):
+    for cmd in (
+        torchrun(1, helper, str(single), "robolab"),
+        torchrun(2, helper, str(double), "robolab"),
+        torchrun(2, helper, str(local), "rsl_rl"),
+    ):
         res = run(cmd, timeout=120)
         assert res.returncode == 0, res.stderr[-3000:]
     one, two, rsl = torch.load(single), torch.load(double), torch.load(local)
@@ -112,6 +128,7 @@ def test_two_ranks_times_b_equal_one_rank_times_2b(tmp_path):
     assert differs, "rank-local advantage normalisation should have changed the update"
 
 
+@pytest.mark.slow
 def test_replication_check_names_the_diverging_tensor():
     res = run(torchrun(2, str(HELPERS / "check_replication_detects.py")), timeout=120)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
@@ -124,8 +141,16 @@ def launch_by_hand(ranks: list[dict], args_per_rank: list[list[str]], cwd: Path)
     procs = []
     for variables, args in zip(ranks, args_per_rank):
         env = clean_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, **variables)
-        procs.append(subprocess.Popen([sys.executable, TRAIN, *args], env=env, cwd=cwd, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, TRAIN, *args],
+                env=env,
+                cwd=cwd,
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
     return procs
 
 
@@ -133,11 +158,13 @@ def torchrun_vars(rank: int, world: int = 2) -> dict:
     return {"WORLD_SIZE": str(world), "RANK": str(rank), "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world)}
 
 
+@pytest.mark.slow
 def test_config_mismatch_between_ranks_fails_on_every_rank_naming_the_key(tmp_path):
     log_root = str(tmp_path / "logs")
     base = dist_train_args(log_root, iterations=1)
-    procs = launch_by_hand([torchrun_vars(0), torchrun_vars(1)],
-                           [base, base + ["agent.algorithm.learning_rate=3e-4"]], tmp_path)
+    procs = launch_by_hand(
+        [torchrun_vars(0), torchrun_vars(1)], [base, base + ["agent.algorithm.learning_rate=3e-4"]], tmp_path
+    )
     start = time.time()
     outs = [p.communicate(timeout=120) for p in procs]
     assert time.time() - start < 60
@@ -147,18 +174,24 @@ def test_config_mismatch_between_ranks_fails_on_every_rank_naming_the_key(tmp_pa
     assert not Path(log_root).exists()
 
 
+@pytest.mark.slow
 def test_nccl_on_cpu_is_refused_on_every_rank(tmp_path):
     res = run(torchrun(2, TRAIN, *dist_train_args(str(tmp_path), 1), "distributed.backend=nccl"), timeout=120)
     assert res.returncode != 0
     assert res.stderr.count("error: distributed backend 'nccl' needs a CUDA device") == 2
 
 
+@pytest.mark.slow
 def test_rank_beyond_world_size_is_refused_before_any_collective(tmp_path):
-    res = run(train_cmd(*dist_train_args(str(tmp_path), 1)), env=clean_env(WORLD_SIZE="2", RANK="2", LOCAL_RANK="0"),
-              timeout=60)
+    res = run(
+        train_cmd(*dist_train_args(str(tmp_path), 1)),
+        env=clean_env(WORLD_SIZE="2", RANK="2", LOCAL_RANK="0"),
+        timeout=60,
+    )
     assert res.returncode == 2 and "RANK=2: must be in [0, WORLD_SIZE=2)" in res.stderr
 
 
+@pytest.mark.slow
 def test_dead_peer_ends_the_survivor_within_the_timeout(tmp_path):
     log_root = str(tmp_path / "logs")
     args = dist_train_args(log_root, iterations=100000) + ["distributed.timeout_s=20"]
@@ -179,12 +212,28 @@ def test_dead_peer_ends_the_survivor_within_the_timeout(tmp_path):
 
 
 # --- other launchers ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "launcher, variables",
     [
-        ("slurm", lambda r: {"SLURM_NTASKS": "2", "SLURM_PROCID": str(r), "SLURM_LOCALID": str(r), "SLURM_NTASKS_PER_NODE": "2"}),
-        ("openmpi", lambda r: {"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": str(r),
-                               "OMPI_COMM_WORLD_LOCAL_RANK": str(r), "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}),
+        (
+            "slurm",
+            lambda r: {
+                "SLURM_NTASKS": "2",
+                "SLURM_PROCID": str(r),
+                "SLURM_LOCALID": str(r),
+                "SLURM_NTASKS_PER_NODE": "2",
+            },
+        ),
+        (
+            "openmpi",
+            lambda r: {
+                "OMPI_COMM_WORLD_SIZE": "2",
+                "OMPI_COMM_WORLD_RANK": str(r),
+                "OMPI_COMM_WORLD_LOCAL_RANK": str(r),
+                "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+            },
+        ),
     ],
 )
 def test_slurm_and_openmpi_variables_drive_a_gloo_run(tmp_path, launcher, variables):
@@ -200,19 +249,32 @@ def test_slurm_and_openmpi_variables_drive_a_gloo_run(tmp_path, launcher, variab
     assert json.loads((runs[0] / "summary.json").read_text())["world_size"] == 2
 
 
+@pytest.mark.slow
 def test_two_nodes_on_one_machine_have_distinct_seeds_and_one_writer(tmp_path):
     port = str(free_port())
     nodes = []
     for node_rank in (0, 1):
         node_dir = tmp_path / f"node{node_rank}"
         node_dir.mkdir()
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node_rank={node_rank}",
-               "--nproc_per_node=1", "--master_addr=127.0.0.1", f"--master_port={port}", TRAIN,
-               *dist_train_args(str(node_dir / "logs"), iterations=2)]
-        nodes.append(subprocess.Popen(cmd, cwd=node_dir, env=clean_env(), text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes=2",
+            f"--node_rank={node_rank}",
+            "--nproc_per_node=1",
+            "--master_addr=127.0.0.1",
+            f"--master_port={port}",
+            TRAIN,
+            *dist_train_args(str(node_dir / "logs"), iterations=2),
+        ]
+        nodes.append(
+            subprocess.Popen(
+                cmd, cwd=node_dir, env=clean_env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+        )
     outs = [p.communicate(timeout=300) for p in nodes]
-    for p, (out, err) in zip(nodes, outs):
+    for p, (_, err) in zip(nodes, outs):
         assert p.returncode == 0, err[-3000:]
     assert "rank 0/2 (local rank 0, launcher torchrun): device cpu, seed 42" in outs[0][0]
     assert "rank 1/2 (local rank 0, launcher torchrun): device cpu, seed 43" in outs[1][0]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from robolab.envs import VelocityEnv
-from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
-from robolab.envs.velocity_env import REWARD_TERMS
 from rsl_rl.env import VecEnv
+
+from robolab.envs import VelocityEnv
+from robolab.envs.velocity_env import REWARD_TERMS
+from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
 
 
 def make_env(num_envs=8, seed=0, **kw) -> VelocityEnv:
@@ -83,8 +84,15 @@ def test_policy_noise_is_uniform_within_each_terms_width_and_spares_commands_and
     obs, *_ = env.step(torch.randn(env.num_envs, env.num_actions) * 0.3)
     noise = obs["policy"] - obs["critic"][:, :48]  # the critic holds the same terms without noise
     nz, j = env.cfg.noise, env.num_actions
-    widths = [nz.base_lin_vel] * 3 + [nz.base_ang_vel] * 3 + [nz.projected_gravity] * 3 + [0.0] * 3 + \
-        [nz.joint_pos] * j + [nz.joint_vel] * j + [0.0] * j
+    widths = (
+        [nz.base_lin_vel] * 3
+        + [nz.base_ang_vel] * 3
+        + [nz.projected_gravity] * 3
+        + [0.0] * 3
+        + [nz.joint_pos] * j
+        + [nz.joint_vel] * j
+        + [0.0] * j
+    )
     width = torch.tensor(widths)
     assert torch.all(noise.abs() <= width + 1e-6)
     assert torch.all(noise[:, width == 0] == 0)  # commands and last actions are exact
@@ -146,10 +154,18 @@ def test_unmodified_rsl_rl_runner_trains_on_the_env(tmp_path):
 
     env = make_env(num_envs=8)
     cfg = {
-        "num_steps_per_env": 4, "save_interval": 100, "obs_groups": {"actor": ["policy"], "critic": ["critic"]},
-        "logger": "tensorboard", "run_name": "",
-        "actor": {"class_name": "MLPModel", "hidden_dims": [16], "activation": "elu", "obs_normalization": True,
-                  "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0}},
+        "num_steps_per_env": 4,
+        "save_interval": 100,
+        "obs_groups": {"actor": ["policy"], "critic": ["critic"]},
+        "logger": "tensorboard",
+        "run_name": "",
+        "actor": {
+            "class_name": "MLPModel",
+            "hidden_dims": [16],
+            "activation": "elu",
+            "obs_normalization": True,
+            "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0},
+        },
         "critic": {"class_name": "MLPModel", "hidden_dims": [16], "activation": "elu", "obs_normalization": True},
         "algorithm": {"class_name": "PPO", "num_learning_epochs": 1, "num_mini_batches": 2},
     }

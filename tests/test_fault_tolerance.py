@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import TINY, TRAIN, clean_env
 from robolab import checkpoint
 
@@ -36,18 +38,40 @@ def worker_pids(parent: int) -> dict[int, int]:
     return found
 
 
+@pytest.mark.slow
 def test_killed_worker_is_restarted_and_training_resumes_in_the_same_run(tmp_path):
     log_root = tmp_path / "logs"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--max-restarts=1",
-           TRAIN, "--distributed", "--device", "cpu", *TINY, "--max_iterations", str(FINAL),
-           "--log_root", str(log_root), "--run_name", "ft", "--resume", "auto"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "--max-restarts=1",
+        TRAIN,
+        "--distributed",
+        "--device",
+        "cpu",
+        *TINY,
+        "--max_iterations",
+        str(FINAL),
+        "--log_root",
+        str(log_root),
+        "--run_name",
+        "ft",
+        "--resume",
+        "auto",
+    ]
     job = subprocess.Popen(cmd, env=clean_env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.time() + 180
     run_dir = None
     while time.time() < deadline:  # wait for the first checkpoints
         runs = list((log_root / "go2_flat").glob("*_ft")) if (log_root / "go2_flat").exists() else []
-        if runs and checkpoint.latest_checkpoint(str(runs[0])) and \
-                checkpoint.checkpoint_iteration(checkpoint.latest_checkpoint(str(runs[0]))) >= 2:
+        if (
+            runs
+            and checkpoint.latest_checkpoint(str(runs[0]))
+            and checkpoint.checkpoint_iteration(checkpoint.latest_checkpoint(str(runs[0]))) >= 2
+        ):
             run_dir = runs[0]
             break
         time.sleep(0.2)

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+
 from robolab.envs import mdp
 from robolab.envs.math import heading, quat_rotate, quat_rotate_inverse, yaw_quat
 

@@ -17,15 +17,16 @@ import sys
 
 import pytest
 import torch
+
 from conftest import TINY, clean_env, run, train_cmd
 
 pytest.importorskip("mujoco.mjx", reason="the mjx extra (mujoco-mjx, jax) is part of the test extra")
 
 from conftest import go2_robot
 from robolab.envs import VelocityEnv
-from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
 from robolab.envs.backends import make_backend
 from robolab.envs.velocity_env_cfg import BackendCfg
+from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
 
 N = 8
 
@@ -75,7 +76,9 @@ def test_the_mdp_sees_the_same_observations_and_rewards_on_both_backends():
     unsaturated = go2_robot(torque_limits=[1e4] * 12)
     envs = [make_env("mujoco", robot=unsaturated), make_env("mjx", robot=unsaturated)]
     g = torch.Generator().manual_seed(1)
-    torch.testing.assert_close(envs[1].get_observations()["critic"], envs[0].get_observations()["critic"], atol=1e-3, rtol=0)
+    torch.testing.assert_close(
+        envs[1].get_observations()["critic"], envs[0].get_observations()["critic"], atol=1e-3, rtol=0
+    )
     for _ in range(3):
         actions = 0.1 * torch.randn(N, 12, generator=g)
         (o0, r0, d0, _), (o1, r1, d1, _) = (env.step(actions) for env in envs)
@@ -127,14 +130,18 @@ def test_more_envs_than_one_cpu_chunk_step_without_deadlock():
 
 
 def test_unknown_backend_is_a_one_line_error():
-    with pytest.raises(ValueError, match=r"env.backend.name='warp' is not a known backend \(allowed: 'mujoco', 'mjx'\)"):
+    with pytest.raises(
+        ValueError, match=r"env.backend.name='warp' is not a known backend \(allowed: 'mujoco', 'mjx'\)"
+    ):
         make_env("warp")
 
 
 @pytest.mark.slow
 def test_train_cli_trains_on_the_mjx_backend(tmp_path):
-    res = run(train_cmd(*TINY, "--max_iterations", "2", "--log_root", str(tmp_path), "--run_name", "mjx",
-                        "env.backend=mjx"), timeout=600)
+    res = run(
+        train_cmd(*TINY, "--max_iterations", "2", "--log_root", str(tmp_path), "--run_name", "mjx", "env.backend=mjx"),
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     (run_dir,) = (tmp_path / "go2_flat").glob("*_mjx")
     assert (run_dir / "model_1.pt").exists()
@@ -143,12 +150,17 @@ def test_train_cli_trains_on_the_mjx_backend(tmp_path):
     assert "name: mjx" in (run_dir / "params" / "env.yaml").read_text()
 
 
+@pytest.mark.slow
 def test_importing_the_backend_changes_no_global_setting():
-    code = ("import os, jax; import robolab.envs.backends.mjx_backend as m; "
-            "print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'), jax.config.jax_compilation_cache_dir); "
-            "m.configure_jax(); print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'), "
-            "jax.config.jax_compilation_cache_dir.endswith('robolab/jax'))")
-    env = {k: v for k, v in clean_env().items() if k not in ("XLA_PYTHON_CLIENT_PREALLOCATE", "JAX_COMPILATION_CACHE_DIR")}
+    code = (
+        "import os, jax; import robolab.envs.backends.mjx_backend as m; "
+        "print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'), jax.config.jax_compilation_cache_dir); "
+        "m.configure_jax(); print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'), "
+        "jax.config.jax_compilation_cache_dir.endswith('robolab/jax'))"
+    )
+    env = {
+        k: v for k, v in clean_env().items() if k not in ("XLA_PYTHON_CLIENT_PREALLOCATE", "JAX_COMPILATION_CACHE_DIR")
+    }
     res = run([sys.executable, "-c", code], env=env)
     assert res.returncode == 0, res.stderr[-2000:]
     # (mujoco.mjx may print a line about its optional warp implementation first)

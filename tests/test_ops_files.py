@@ -8,18 +8,24 @@ import subprocess
 import sys
 
 import yaml
+from torch.distributed.run import get_args_parser
+
 from conftest import ROOT, clean_env, free_port
 from robolab.cli.train import build_parser
-from robolab.session import TrainOptions
 from robolab.config import build_env_cfg, compose
-from torch.distributed.run import get_args_parser
+from robolab.session import TrainOptions
 
 COMPOSE = ROOT / "docker" / "docker-compose.yaml"
 
 
 def compose_config(**variables: str) -> dict:
-    res = subprocess.run(["docker-compose", "-f", str(COMPOSE), "--profile", "multinode", "config"],
-                         capture_output=True, text=True, env=clean_env(**variables), timeout=60)
+    res = subprocess.run(
+        ["docker-compose", "-f", str(COMPOSE), "--profile", "multinode", "config"],
+        capture_output=True,
+        text=True,
+        env=clean_env(**variables),
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     return yaml.safe_load(res.stdout)
 
@@ -34,15 +40,22 @@ def check_train_command(command: str) -> None:
     assert launch.training_script == "scripts/train.py" and (ROOT / launch.training_script).is_file()
     args, overrides = build_parser().parse_known_args(launch.training_script_args)
     assert args.distributed and args.headless and args.log_root == "/logs"
-    cfg = compose(args.task, TrainOptions.from_namespace(args).overrides() + overrides)  # every override is a real config key
+    cfg = compose(
+        args.task, TrainOptions.from_namespace(args).overrides() + overrides
+    )  # every override is a real config key
     build_env_cfg(args.task, cfg.env)
     return launch, args
 
 
 def test_compose_file_validates_and_its_commands_parse():
     services = compose_config(
-        NPROC_PER_NODE="2", TRAIN_ARGS="--num_envs 64 agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time=0.5",
-        NNODES="2", NODE_RANK="1", MASTER_ADDR="10.1.2.3", MASTER_PORT="29400", RUN_ID="exp7",
+        NPROC_PER_NODE="2",
+        TRAIN_ARGS="--num_envs 64 agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time=0.5",
+        NNODES="2",
+        NODE_RANK="1",
+        MASTER_ADDR="10.1.2.3",
+        MASTER_PORT="29400",
+        RUN_ID="exp7",
     )["services"]
     launch, args = check_train_command(services["train"]["command"])
     assert launch.standalone and launch.nproc_per_node == "2" and args.num_envs == 64
@@ -77,14 +90,35 @@ def test_dockerfile_runs_as_a_non_root_user_with_a_logs_volume():
 
 def run_sbatch(tmp_path, launch: str, **variables: str):
     fake = str(ROOT / "tests" / "helpers" / "fake_slurm")
-    env = clean_env(PATH=f"{fake}:{os.path.dirname(sys.executable)}:{os.environ['PATH']}", SLURM_SUBMIT_DIR=str(ROOT),
-                    SLURM_JOB_ID="4242", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), LAUNCH=launch,
-                    **variables)
+    env = clean_env(
+        PATH=f"{fake}:{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
+        SLURM_SUBMIT_DIR=str(ROOT),
+        SLURM_JOB_ID="4242",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(free_port()),
+        LAUNCH=launch,
+        **variables,
+    )
     log_root = tmp_path / "logs"
-    args = ["--device", "cpu", "--num_envs", "16", "--max_iterations", "2", "--log_root", str(log_root),
-            "env.backend.num_threads=1", "agent.num_steps_per_env=8"]
-    res = subprocess.run(["bash", str(ROOT / "scripts" / "slurm" / "train.sbatch"), *args], env=env,
-                         capture_output=True, text=True, timeout=300)
+    args = [
+        "--device",
+        "cpu",
+        "--num_envs",
+        "16",
+        "--max_iterations",
+        "2",
+        "--log_root",
+        str(log_root),
+        "env.backend.num_threads=1",
+        "agent.num_steps_per_env=8",
+    ]
+    res = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "slurm" / "train.sbatch"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return res, log_root
 
 

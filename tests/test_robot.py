@@ -5,6 +5,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
+
 from conftest import go2_robot
 from robolab.assets import load_robot
 from robolab.assets.go2 import build_go2_spec

@@ -4,6 +4,7 @@ training loop (``OnPolicyRunner.learn``, overridden whole) trains exactly as rsl
 from __future__ import annotations
 
 import torch
+
 from robolab import rsl_rl_api
 from robolab.algorithms import PPO
 from robolab.config import agent_dict, compose
@@ -31,9 +32,17 @@ def test_surface_check_notices_a_changed_signature(monkeypatch):
 
 
 def tiny_agent(num_envs: int = 8) -> tuple[dict, object]:
-    cfg = compose(TASK, [f"env.num_envs={num_envs}", "agent.num_steps_per_env=6", "agent.actor.hidden_dims=[16]",
-                         "agent.critic.hidden_dims=[16]", "agent.algorithm.num_mini_batches=2",
-                         "agent.algorithm.num_learning_epochs=2"])
+    cfg = compose(
+        TASK,
+        [
+            f"env.num_envs={num_envs}",
+            "agent.num_steps_per_env=6",
+            "agent.actor.hidden_dims=[16]",
+            "agent.critic.hidden_dims=[16]",
+            "agent.algorithm.num_mini_batches=2",
+            "agent.algorithm.num_learning_epochs=2",
+        ],
+    )
     env_cfg = load_env_cfg(TASK)
     env_cfg.num_envs, env_cfg.backend.num_threads = num_envs, 0
     return agent_dict(cfg), env_cfg

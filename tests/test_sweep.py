@@ -6,13 +6,23 @@ import csv
 from pathlib import Path
 
 import hydra
-from conftest import run, train_cmd
+import pytest
 from omegaconf import OmegaConf
+
+from conftest import run, train_cmd
 from robolab.config import CONFIG_MODULE
 from robolab.rl_cfg import register_schemas
 
-SWEEP_TINY = ["--num_envs", "16", "--max_iterations", "2", "env.backend.num_threads=1", "agent.num_steps_per_env=8",
-              "agent.actor.hidden_dims=[32]", "agent.critic.hidden_dims=[32]"]
+SWEEP_TINY = [
+    "--num_envs",
+    "16",
+    "--max_iterations",
+    "2",
+    "env.backend.num_threads=1",
+    "agent.num_steps_per_env=8",
+    "agent.actor.hidden_dims=[32]",
+    "agent.critic.hidden_dims=[32]",
+]
 
 
 def read_rows(sweep_dir: Path) -> list[dict]:
@@ -20,10 +30,15 @@ def read_rows(sweep_dir: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_two_by_two_sweep_gives_four_runs_and_a_four_row_summary(tmp_path):
     sweep_dir = tmp_path / "sweep"
-    res = run(train_cmd("-m", "--sweep_dir", str(sweep_dir), *SWEEP_TINY,
-                        "agent.algorithm.learning_rate=1e-3,3e-4", "seed=1,2"), timeout=600)
+    res = run(
+        train_cmd(
+            "-m", "--sweep_dir", str(sweep_dir), *SWEEP_TINY, "agent.algorithm.learning_rate=1e-3,3e-4", "seed=1,2"
+        ),
+        timeout=600,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     run_dirs = [p.parent for p in sweep_dir.glob("*/logs/go2_flat/*/summary.json")]
     assert len(run_dirs) == 4
@@ -39,10 +54,13 @@ def test_two_by_two_sweep_gives_four_runs_and_a_four_row_summary(tmp_path):
     assert len(md) == 2 + 4
 
 
+@pytest.mark.slow
 def test_a_failing_job_is_reported_and_the_others_still_run(tmp_path):
     sweep_dir = tmp_path / "sweep"
-    res = run(train_cmd("-m", "--sweep_dir", str(sweep_dir), *SWEEP_TINY,
-                        "agent.algorithm.learning_rate=1e-3,-1,3e-4"), timeout=600)
+    res = run(
+        train_cmd("-m", "--sweep_dir", str(sweep_dir), *SWEEP_TINY, "agent.algorithm.learning_rate=1e-3,-1,3e-4"),
+        timeout=600,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     rows = read_rows(sweep_dir)
     assert [r["status"] for r in rows] == ["ok", "failed", "ok"]
@@ -50,10 +68,24 @@ def test_a_failing_job_is_reported_and_the_others_still_run(tmp_path):
     assert rows[2]["iterations"] == "2"
 
 
+@pytest.mark.slow
 def test_each_sweep_job_can_itself_be_distributed(tmp_path):
     sweep_dir = tmp_path / "sweep"
-    res = run(train_cmd("-m", "--sweep_dir", str(sweep_dir), "--distributed", "--device", "cpu",
-                        "--nproc_per_node", "2", *SWEEP_TINY, "seed=5,6"), timeout=600)
+    res = run(
+        train_cmd(
+            "-m",
+            "--sweep_dir",
+            str(sweep_dir),
+            "--distributed",
+            "--device",
+            "cpu",
+            "--nproc_per_node",
+            "2",
+            *SWEEP_TINY,
+            "seed=5,6",
+        ),
+        timeout=600,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     rows = read_rows(sweep_dir)
     assert [r["world_size"] for r in rows] == ["2", "2"] and all(r["status"] == "ok" for r in rows)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
 from conftest import ROOT, TINY, clean_env, run, train_cmd
 from robolab import checkpoint
 
@@ -22,6 +23,7 @@ def only_run_dir(log_root: str) -> Path:
     return runs[0]
 
 
+@pytest.mark.slow
 def test_short_training_writes_checkpoints_params_events_and_summary(log_root):
     res = run(train_cmd(*TINY, "--max_iterations", "3", "--log_root", log_root, "--run_name", "smoke"))
     assert res.returncode == 0, res.stderr[-3000:]
@@ -32,8 +34,18 @@ def test_short_training_writes_checkpoints_params_events_and_summary(log_root):
     assert "num_steps_per_env: 8" in (run_dir / "params" / "agent.yaml").read_text()
     assert any(name.startswith("events.out.tfevents") for name in os.listdir(run_dir))
     summary = json.loads((run_dir / "summary.json").read_text())
-    for key in ("task", "world_size", "iterations", "total_env_steps", "wall_s", "env_steps_per_s", "mean_reward",
-                "mean_episode_length", "lin_vel_tracking_error", "fall_rate"):
+    for key in (
+        "task",
+        "world_size",
+        "iterations",
+        "total_env_steps",
+        "wall_s",
+        "env_steps_per_s",
+        "mean_reward",
+        "mean_episode_length",
+        "lin_vel_tracking_error",
+        "fall_rate",
+    ):
         assert key in summary, key
     assert summary["world_size"] == 1 and summary["iterations"] == 3
     assert summary["total_env_steps"] == 3 * 8 * 16
@@ -41,6 +53,7 @@ def test_short_training_writes_checkpoints_params_events_and_summary(log_root):
     assert saved["iter"] == 2 and "optimizer_state_dict" in saved and "rng_state" in saved
 
 
+@pytest.mark.slow
 def test_resume_continues_the_newest_run_to_the_final_iteration(log_root):
     first = run(train_cmd(*TINY, "--max_iterations", "2", "--log_root", log_root))
     assert first.returncode == 0, first.stderr[-3000:]
@@ -56,10 +69,14 @@ def test_resume_continues_the_newest_run_to_the_final_iteration(log_root):
     assert not torch.equal(before["actor_state_dict"]["mlp.0.weight"], after["actor_state_dict"]["mlp.0.weight"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--task", "RoboLab-Velocity-Flat-Go3-v0"], "unknown task 'RoboLab-Velocity-Flat-Go3-v0'; did you mean RoboLab-Velocity-Flat-Go2-v0"),
+        (
+            ["--task", "RoboLab-Velocity-Flat-Go3-v0"],
+            "unknown task 'RoboLab-Velocity-Flat-Go3-v0'; did you mean RoboLab-Velocity-Flat-Go2-v0",
+        ),
         (["agent.algorithm.no_such_key=1"], "agent.algorithm.no_such_key"),
         (["env.rewards.no_such_term=1"], "no_such_term"),
         (["env.num_envs=many"], "many"),
@@ -78,6 +95,7 @@ def test_bad_input_is_one_line_error_naming_the_value(log_root, args, message):
     assert not Path(log_root).exists() or not any(Path(log_root).rglob("model_*.pt"))
 
 
+@pytest.mark.slow
 def test_unreadable_mjcf_is_one_line_error(tmp_path, log_root):
     bad = tmp_path / "robot.xml"
     bad.write_text("<mujoco><worldbody>")
@@ -85,30 +103,47 @@ def test_unreadable_mjcf_is_one_line_error(tmp_path, log_root):
     assert res.returncode == 2 and "not a valid MJCF file" in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_list_tasks_prints_registered_ids():
     res = run(train_cmd("--list_tasks"))
     assert res.returncode == 0 and "RoboLab-Velocity-Flat-Go2-v0" in res.stdout
 
 
+@pytest.mark.slow
 def test_play_evaluates_and_exports_onnx_matching_torch(log_root):
     res = run(train_cmd(*TINY, "--max_iterations", "2", "--log_root", log_root))
     assert res.returncode == 0, res.stderr[-3000:]
     run_dir = only_run_dir(log_root)
-    play = run([sys.executable, PLAY, "--run", str(run_dir), "--num_envs", "4", "--steps", "20",
-                "agent.actor.hidden_dims=[32,32]", "agent.critic.hidden_dims=[32,32]"])
+    play = run(
+        [
+            sys.executable,
+            PLAY,
+            "--run",
+            str(run_dir),
+            "--num_envs",
+            "4",
+            "--steps",
+            "20",
+            "agent.actor.hidden_dims=[32,32]",
+            "agent.critic.hidden_dims=[32,32]",
+        ]
+    )
     assert play.returncode == 0, play.stderr[-3000:]
-    result = json.loads(play.stdout[play.stdout.index("{"):])
+    result = json.loads(play.stdout[play.stdout.index("{") :])
     assert 0.0 <= result["fall_rate"] <= 1.0 and result["lin_vel_tracking_error"] >= 0.0
     onnx_path, jit_path = run_dir / "exported" / "policy.onnx", run_dir / "exported" / "policy.pt"
     assert onnx_path.exists() and jit_path.exists()
 
     import onnxruntime as ort
+
     from robolab.config import agent_dict, compose
     from robolab.envs import VelocityEnv
-    from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
     from robolab.runners import OnPolicyRunner
+    from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
 
-    agent = agent_dict(compose("RoboLab-Velocity-Flat-Go2-v0", ["agent.actor.hidden_dims=[32,32]", "agent.critic.hidden_dims=[32,32]"]))
+    agent = agent_dict(
+        compose("RoboLab-Velocity-Flat-Go2-v0", ["agent.actor.hidden_dims=[32,32]", "agent.critic.hidden_dims=[32,32]"])
+    )
     env = VelocityEnv(Go2FlatEnvCfg(num_envs=4))
     runner = OnPolicyRunner(env, agent, device="cpu")
     runner.load(str(checkpoint.latest_checkpoint(str(run_dir))))
@@ -124,18 +159,36 @@ def test_play_evaluates_and_exports_onnx_matching_torch(log_root):
     np.testing.assert_allclose(scripted(obs["policy"]).detach().numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_play_without_checkpoint_is_a_clear_error(log_root):
     res = run([sys.executable, PLAY, "--log_root", log_root])
     assert res.returncode == 2 and "no checkpoint found" in res.stderr
 
 
+@pytest.mark.slow
 def test_play_records_a_video_headless(log_root):
     res = run(train_cmd(*TINY, "--max_iterations", "1", "--log_root", log_root))
     assert res.returncode == 0, res.stderr[-3000:]
     run_dir = only_run_dir(log_root)
     tiny_nets = ["agent.actor.hidden_dims=[32,32]", "agent.critic.hidden_dims=[32,32]"]
-    play = run([sys.executable, PLAY, "--run", str(run_dir), "--num_envs", "2", "--steps", "2", "--no_export",
-                "--video", "--video_length", "10", *tiny_nets], env=clean_env(MUJOCO_GL="egl"))
+    play = run(
+        [
+            sys.executable,
+            PLAY,
+            "--run",
+            str(run_dir),
+            "--num_envs",
+            "2",
+            "--steps",
+            "2",
+            "--no_export",
+            "--video",
+            "--video_length",
+            "10",
+            *tiny_nets,
+        ],
+        env=clean_env(MUJOCO_GL="egl"),
+    )
     assert play.returncode == 0, play.stderr[-3000:]
     video = run_dir / "videos" / "play.mp4"
     assert video.exists() and video.stat().st_size > 1000
@@ -147,16 +200,33 @@ def test_play_records_a_video_headless(log_root):
     assert max(f.std() for f in frames) > 5  # something was drawn, not a blank image
 
     # without a usable GL backend the message says so and what to do
-    nogl = run([sys.executable, PLAY, "--run", str(run_dir), "--num_envs", "2", "--steps", "2", "--no_export",
-                "--video", *tiny_nets], env=clean_env(MUJOCO_GL="osmesa", PYOPENGL_PLATFORM="osmesa"))
+    nogl = run(
+        [
+            sys.executable,
+            PLAY,
+            "--run",
+            str(run_dir),
+            "--num_envs",
+            "2",
+            "--steps",
+            "2",
+            "--no_export",
+            "--video",
+            *tiny_nets,
+        ],
+        env=clean_env(MUJOCO_GL="osmesa", PYOPENGL_PLATFORM="osmesa"),
+    )
     assert nogl.returncode == 2 and "no OpenGL backend" in nogl.stderr and "MUJOCO_GL=egl" in nogl.stderr
 
 
+@pytest.mark.slow
 def test_plot_curve_draws_the_runs_tensorboard_scalars(log_root, tmp_path):
     res = run(train_cmd(*TINY, "--max_iterations", "3", "--log_root", log_root, "env.episode_length_s=0.1"))
     assert res.returncode == 0, res.stderr[-3000:]
     out = tmp_path / "curve.png"
-    plot = run([sys.executable, str(ROOT / "scripts" / "plot_curve.py"), str(only_run_dir(log_root)), "--output", str(out)])
+    plot = run(
+        [sys.executable, str(ROOT / "scripts" / "plot_curve.py"), str(only_run_dir(log_root)), "--output", str(out)]
+    )
     assert plot.returncode == 0, plot.stderr[-2000:]
     assert json.loads(plot.stdout)["iterations"] == 3
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -23,8 +23,12 @@ ROBOLAB_IDS = [f"RoboLab-Isaac-Velocity-{t}-{r}" for r in ("Go2", "AnymalD", "G1
 @pytest.fixture(scope="session")
 def asset_root(tmp_path_factory) -> str:
     root = str(tmp_path_factory.mktemp("isaac_assets"))
-    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "isaac_asset_root.py"), "--root", root],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "isaac_asset_root.py"), "--root", root],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     return root
 
@@ -72,18 +76,28 @@ def test_hydra_overrides_reach_env_and_agent():
     from robolab.config import ConfigError, agent_dict, compose
     from robolab.tasks.isaaclab.vecenv import apply_env_overrides
 
-    cfg = compose("RoboLab-Isaac-Velocity-Rough-AnymalD", [
-        "env.num_envs=3", "env.rewards.feet_air_time.weight=0.5", "agent.algorithm.learning_rate=3e-4",
-        "runner=distillation", "algorithm=distillation",
-    ])
+    cfg = compose(
+        "RoboLab-Isaac-Velocity-Rough-AnymalD",
+        [
+            "env.num_envs=3",
+            "env.rewards.feet_air_time.weight=0.5",
+            "agent.algorithm.learning_rate=3e-4",
+            "runner=distillation",
+            "algorithm=distillation",
+        ],
+    )
     agent = agent_dict(cfg)
     assert agent["runner_class_name"] == "robolab.runners:DistillationRunner"
     assert agent["student"]["class_name"] == "MLPModel" and agent["obs_groups"]["teacher"] == ["teacher"]
     env_cfg, _ = resolve_task_config("RoboLab-Isaac-Velocity-Rough-AnymalD", None, overrides=[])
     apply_env_overrides(env_cfg, OmegaConf.to_container(cfg.env))
     assert env_cfg.scene.num_envs == 3 and env_cfg.rewards.feet_air_time.weight == 0.5
-    assert agent_dict(compose("RoboLab-Isaac-Velocity-Flat-G1", ["agent.algorithm.learning_rate=3e-4"]))[
-        "algorithm"]["learning_rate"] == 3e-4
+    assert (
+        agent_dict(compose("RoboLab-Isaac-Velocity-Flat-G1", ["agent.algorithm.learning_rate=3e-4"]))["algorithm"][
+            "learning_rate"
+        ]
+        == 3e-4
+    )
     with pytest.raises(ConfigError, match="no_such_term"):
         apply_env_overrides(env_cfg, {"rewards": {"no_such_term": 1.0}})
 
@@ -99,7 +113,8 @@ def test_asset_root_holds_a_flat_go2_articulation_and_a_ground_plane(asset_root)
     assert len(bodies) == 17 and all(p.GetPath().GetParentPath() == root for p in bodies)  # base, 4 x 4 links
     revolute = [p for p in stage.Traverse() if p.IsA(UsdPhysics.RevoluteJoint)]
     assert sorted(p.GetName() for p in revolute) == sorted(
-        f"{leg}_{part}_joint" for leg in ("FL", "FR", "RL", "RR") for part in ("hip", "thigh", "calf"))
+        f"{leg}_{part}_joint" for leg in ("FL", "FR", "RL", "RR") for part in ("hip", "thigh", "calf")
+    )
     ground = Usd.Stage.Open(os.path.join(asset_root, GROUND_USD))
     assert any(p.GetTypeName() == "Plane" and p.HasAPI(UsdPhysics.CollisionAPI) for p in ground.Traverse())
 
@@ -107,16 +122,44 @@ def test_asset_root_holds_a_flat_go2_articulation_and_a_ground_plane(asset_root)
 @pytest.mark.parametrize("pipeline", ["ppo", "amp", "distillation"])
 def test_robolab_train_runs_isaaclab_go2_kitless_on_cpu(asset_root, tmp_path, pipeline):
     logs = tmp_path / "logs"
-    extra = {"ppo": [], "amp": ["runner=amp", "algorithm=ppo_amp", "agent.algorithm.amp_cfg.batch_size=64",
-                                "agent.algorithm.amp_cfg.hidden_dims=[32,32]"]}
+    extra = {
+        "ppo": [],
+        "amp": [
+            "runner=amp",
+            "algorithm=ppo_amp",
+            "agent.algorithm.amp_cfg.batch_size=64",
+            "agent.algorithm.amp_cfg.hidden_dims=[32,32]",
+        ],
+    }
     if pipeline == "distillation":
-        teacher = run([sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Flat-Go2", *TINY,
-                       "--log_root", str(tmp_path / "teacher")], asset_root)
+        teacher = run(
+            [
+                sys.executable,
+                TRAIN,
+                "--task",
+                "RoboLab-Isaac-Velocity-Flat-Go2",
+                *TINY,
+                "--log_root",
+                str(tmp_path / "teacher"),
+            ],
+            asset_root,
+        )
         assert teacher.returncode == 0, teacher.stderr[-3000:]
         ckpt = run_dir(tmp_path / "teacher", "isaac_go2_flat") / "model_1.pt"
         extra["distillation"] = ["runner=distillation", "algorithm=distillation", "--teacher_checkpoint", str(ckpt)]
-    res = run([sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Flat-Go2", *TINY, "--log_root", str(logs),
-               *extra[pipeline]], asset_root)
+    res = run(
+        [
+            sys.executable,
+            TRAIN,
+            "--task",
+            "RoboLab-Isaac-Velocity-Flat-Go2",
+            *TINY,
+            "--log_root",
+            str(logs),
+            *extra[pipeline],
+        ],
+        asset_root,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     (run_path,) = logs.glob("*/*")
     assert (run_path / "model_1.pt").exists()
@@ -133,17 +176,49 @@ def test_robolab_train_runs_isaaclab_go2_kitless_on_cpu(asset_root, tmp_path, pi
 
 def test_isaaclab_own_trainer_trains_the_robolab_task(asset_root, tmp_path):
     isaaclab = str(Path(sys.executable).parent / "isaaclab")
-    res = run([isaaclab, "train", "--rl_library", "rsl_rl", "--task", "RoboLab-Isaac-Velocity-Flat-Go2",
-               "--num_envs", "8", "--max_iterations", "2", "--device", "cpu", "agent.device=cpu"],
-              asset_root, cwd=tmp_path)
+    res = run(
+        [
+            isaaclab,
+            "train",
+            "--rl_library",
+            "rsl_rl",
+            "--task",
+            "RoboLab-Isaac-Velocity-Flat-Go2",
+            "--num_envs",
+            "8",
+            "--max_iterations",
+            "2",
+            "--device",
+            "cpu",
+            "agent.device=cpu",
+        ],
+        asset_root,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
     assert list((tmp_path / "logs" / "rsl_rl").glob("*/*/model_1.pt"))
 
 
 def test_two_gloo_ranks_train_an_isaaclab_task_with_identical_models(asset_root, tmp_path):
-    res = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", TRAIN,
-               "--distributed", "--task", "RoboLab-Isaac-Velocity-Flat-Go2", *TINY, "--log_root", str(tmp_path),
-               "--check_replication_every", "1"], asset_root)
+    res = run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            TRAIN,
+            "--distributed",
+            "--task",
+            "RoboLab-Isaac-Velocity-Flat-Go2",
+            *TINY,
+            "--log_root",
+            str(tmp_path),
+            "--check_replication_every",
+            "1",
+        ],
+        asset_root,
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
     assert res.stdout.count("replication check passed") == 2
     (run_path,) = tmp_path.glob("*/*")
@@ -151,16 +226,29 @@ def test_two_gloo_ranks_train_an_isaaclab_task_with_identical_models(asset_root,
 
 
 def test_bad_env_override_is_a_one_line_error(asset_root, tmp_path):
-    res = run([sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Flat-Go2", *TINY, "--log_root",
-               str(tmp_path), "env.rewards.no_such_term.weight=1"], asset_root)
+    res = run(
+        [
+            sys.executable,
+            TRAIN,
+            "--task",
+            "RoboLab-Isaac-Velocity-Flat-Go2",
+            *TINY,
+            "--log_root",
+            str(tmp_path),
+            "env.rewards.no_such_term.weight=1",
+        ],
+        asset_root,
+    )
     assert res.returncode == 2
     (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
     assert "no_such_term" in line
 
 
 def test_rough_go2_trains_offline_with_generated_terrain_and_height_scan(asset_root, tmp_path):
-    res = run([sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Rough-Go2", *TINY, "--log_root", str(tmp_path)],
-              asset_root)
+    res = run(
+        [sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Rough-Go2", *TINY, "--log_root", str(tmp_path)],
+        asset_root,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     (run_path,) = tmp_path.glob("isaac_go2_rough/*")
     assert (run_path / "model_1.pt").exists()
@@ -168,15 +256,27 @@ def test_rough_go2_trains_offline_with_generated_terrain_and_height_scan(asset_r
 
 
 def test_play_evaluates_and_exports_an_isaaclab_policy(asset_root, tmp_path):
-    res = run([sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Flat-Go2", *TINY, "--log_root", str(tmp_path)],
-              asset_root)
+    res = run(
+        [sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Flat-Go2", *TINY, "--log_root", str(tmp_path)],
+        asset_root,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     (run_path,) = tmp_path.glob("isaac_go2_flat/*")
-    play = [sys.executable, str(ROOT / "scripts" / "play.py"), "--task", "RoboLab-Isaac-Velocity-Flat-Go2",
-            "--run", str(run_path), "--num_envs", "4", "--steps", "20"]
+    play = [
+        sys.executable,
+        str(ROOT / "scripts" / "play.py"),
+        "--task",
+        "RoboLab-Isaac-Velocity-Flat-Go2",
+        "--run",
+        str(run_path),
+        "--num_envs",
+        "4",
+        "--steps",
+        "20",
+    ]
     res = run(play, asset_root)
     assert res.returncode == 0, res.stderr[-3000:]
-    result = json.loads(res.stdout[res.stdout.rindex("{\n"):])
+    result = json.loads(res.stdout[res.stdout.rindex("{\n") :])
     assert result["checkpoint"].endswith("model_1.pt") and result["steps"] == 20
     assert 0.0 <= result["lin_vel_tracking_error"] < 10.0 and 0.0 <= result["fall_rate"] <= 1.0
     assert (run_path / "exported" / "policy.onnx").exists() and (run_path / "exported" / "policy.pt").exists()

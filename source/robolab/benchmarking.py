@@ -83,17 +83,25 @@ def benchmark(args: argparse.Namespace, overrides: list[str]) -> dict:
     )
     ctx, device = job.ctx, job.device
     result: dict = {
-        "task": args.task, "device": device, "device_name": _device_name(device), "world_size": ctx.world_size,
-        "num_envs_per_rank": env.num_envs, "num_steps_per_env": agent["num_steps_per_env"],
-        "backend": env.cfg.backend.name, "threads": getattr(env.backend, "num_threads", None),
-        "torch": torch.__version__, "python": platform.python_version(),
+        "task": args.task,
+        "device": device,
+        "device_name": _device_name(device),
+        "world_size": ctx.world_size,
+        "num_envs_per_rank": env.num_envs,
+        "num_steps_per_env": agent["num_steps_per_env"],
+        "backend": env.cfg.backend.name,
+        "threads": getattr(env.backend, "num_threads", None),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
     }
     with closer:
         if not args.skip_physics and ctx.is_main:
             policy = runner.get_inference_policy(device=device)
             result["physics_env_steps_per_s"] = round(time_physics(env, args.physics_steps), 1)
             result["rollout_env_steps_per_s"] = round(time_rollout(env, policy, args.physics_steps), 1)
-            result["rollout_over_physics"] = round(result["rollout_env_steps_per_s"] / result["physics_env_steps_per_s"], 3)
+            result["rollout_over_physics"] = round(
+                result["rollout_env_steps_per_s"] / result["physics_env_steps_per_s"], 3
+            )
             runner.alg.train_mode()
         result.update(time_training(runner, ctx.world_size, args.iterations))
         if "physics_env_steps_per_s" in result:
@@ -134,8 +142,10 @@ def _memory(device: str, env) -> dict:
     backend_bytes = env.backend.device_memory_bytes() or 0
     total = torch_bytes + backend_bytes
     return {
-        "gpu_peak_torch_gib": round(torch_bytes / 2**30, 3), "gpu_peak_backend_gib": round(backend_bytes / 2**30, 3),
-        "gpu_peak_total_gib": round(total / 2**30, 3), "gpu_bytes_per_env": round(total / env.num_envs),
+        "gpu_peak_torch_gib": round(torch_bytes / 2**30, 3),
+        "gpu_peak_backend_gib": round(backend_bytes / 2**30, 3),
+        "gpu_peak_total_gib": round(total / 2**30, 3),
+        "gpu_bytes_per_env": round(total / env.num_envs),
     }
 
 
@@ -155,9 +165,22 @@ def scaling(args: argparse.Namespace, overrides: list[str]) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "result.json")
             cmd = [
-                sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}",
-                "-m", "robolab.cli.benchmark", "--distributed", "--skip_physics", "--num_envs", str(args.num_envs),
-                "--iterations", str(args.iterations), "--output", out, *overrides,
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                f"--nproc_per_node={n}",
+                "-m",
+                "robolab.cli.benchmark",
+                "--distributed",
+                "--skip_physics",
+                "--num_envs",
+                str(args.num_envs),
+                "--iterations",
+                str(args.iterations),
+                "--output",
+                out,
+                *overrides,
             ] + (["--device", args.device] if args.device else [])
             subprocess.run(cmd, check=True)
             with open(out) as f:
@@ -165,9 +188,8 @@ def scaling(args: argparse.Namespace, overrides: list[str]) -> dict:
     base = runs[1]["train_env_steps_per_s"]
     return {
         "scaling": {
-            str(n): {**r, "scaling_efficiency": round(r["train_env_steps_per_s"] / (n * base), 4)} for n, r in runs.items()
+            str(n): {**r, "scaling_efficiency": round(r["train_env_steps_per_s"] / (n * base), 4)}
+            for n, r in runs.items()
         },
         "command": " ".join(sys.argv),
     }
-
-

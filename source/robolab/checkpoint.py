@@ -69,7 +69,11 @@ def latest_run(experiment_dir: str, suffix: str = "") -> str | None:
     if not os.path.isdir(experiment_dir):
         return None
     runs = sorted(
-        (d for d in os.listdir(experiment_dir) if os.path.isdir(os.path.join(experiment_dir, d)) and d.endswith(suffix)),
+        (
+            d
+            for d in os.listdir(experiment_dir)
+            if os.path.isdir(os.path.join(experiment_dir, d)) and d.endswith(suffix)
+        ),
         reverse=True,
     )
     for run in runs:

@@ -83,13 +83,13 @@ def pipeline_choices(source: str, hydra_task: str, overrides: list[str]) -> tupl
     would clash over keys.
     """
     choices: dict[str, str | None] = {"runner": None, "algorithm": None}
-    for entry in _read_yaml(source, "train.yaml").get("defaults", []):
-        if isinstance(entry, DictConfig):
-            choices.update({k: str(v) for k, v in entry.items() if k in choices})
-    for entry in _read_yaml(source, f"task/{hydra_task}.yaml").get("defaults", []):
-        if isinstance(entry, DictConfig):
-            choices.update({k.removeprefix("override /"): str(v) for k, v in entry.items()
-                            if k.removeprefix("override /") in choices})
+    for relative in ("train.yaml", f"task/{hydra_task}.yaml"):  # the task's `override /runner: X` wins
+        for entry in _read_yaml(source, relative).get("defaults", []):
+            if isinstance(entry, DictConfig):
+                for key, value in entry.items():
+                    group = str(key).removeprefix("override /")
+                    if group in choices:
+                        choices[group] = str(value)
     for override in overrides:
         key, sep, value = override.partition("=")
         if sep and key in choices:
@@ -104,12 +104,17 @@ def compose(task_id: str, overrides: list[str], config_name: str = "train") -> D
     source = config_source()
     check_pipeline(*pipeline_choices(source, hydra_task, overrides))
     try:
-        init = (hydra.initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3", job_name="robolab")
-                if source.startswith("pkg://")
-                else hydra.initialize_config_dir(config_dir=source, version_base="1.3", job_name="robolab"))
+        init = (
+            hydra.initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3", job_name="robolab")
+            if source.startswith("pkg://")
+            else hydra.initialize_config_dir(config_dir=source, version_base="1.3", job_name="robolab")
+        )
         with init:
-            cfg = hydra.compose(config_name=config_name, overrides=[f"task={hydra_task}", *hydra_overrides(overrides)],
-                                return_hydra_config=True)
+            cfg = hydra.compose(
+                config_name=config_name,
+                overrides=[f"task={hydra_task}", *hydra_overrides(overrides)],
+                return_hydra_config=True,
+            )
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(f"bad config override: {_one_line(err)}") from None
     with open_dict(cfg):

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+
 from robolab.rsl_rl_api import reduce_gradients_in_buckets
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -187,10 +188,10 @@ def _restart_safe_store(ctx: DistributedContext, timeout: datetime.timedelta):
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return None
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    agent_store = dist.TCPStore(
+    agent_store = dist.TCPStore(  # pyright: ignore[reportPrivateImportUsage]
         os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), ctx.world_size, is_master=False, timeout=timeout
     )
-    return dist.PrefixStore(f"robolab/attempt_{attempt}", agent_store)
+    return dist.PrefixStore(f"robolab/attempt_{attempt}", agent_store)  # pyright: ignore[reportPrivateImportUsage]
 
 
 def is_initialized() -> bool:
@@ -314,9 +315,7 @@ def check_config_consistency(config: Mapping[str, Any], ignore: Iterable[str] = 
         if key.split(".")[-1] not in ignored
     }
     everyone = all_gather_object(digests)
-    differing = sorted(
-        key for key in set().union(*everyone) if len({d.get(key, "<missing>") for d in everyone}) > 1
-    )
+    differing = sorted(key for key in set().union(*everyone) if len({d.get(key, "<missing>") for d in everyone}) > 1)
     if differing:
         shown = ", ".join(differing[:10]) + (f" (+{len(differing) - 10} more)" if len(differing) > 10 else "")
         raise DistributedConfigError(f"config differs between ranks at: {shown}")
@@ -338,7 +337,9 @@ def check_replication(named_tensors: Mapping[str, torch.Tensor]) -> None:
             raise ReplicationError(f"rank {other_rank} holds a different set of tensors than rank 0")
         for (name, ours), (_, other) in zip(reference, theirs):
             if ours != other:
-                raise ReplicationError(f"replication check failed: '{name}' differs between rank 0 and rank {other_rank}")
+                raise ReplicationError(
+                    f"replication check failed: '{name}' differs between rank 0 and rank {other_rank}"
+                )
 
 
 def run_on_main(fn, *args, **kwargs):

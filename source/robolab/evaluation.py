@@ -54,7 +54,9 @@ def check_renderer() -> None:
     try:
         import mujoco
 
-        model = mujoco.MjModel.from_xml_string("<mujoco><worldbody><geom size='1 1 1' type='plane'/></worldbody></mujoco>")
+        model = mujoco.MjModel.from_xml_string(
+            "<mujoco><worldbody><geom size='1 1 1' type='plane'/></worldbody></mujoco>"
+        )
         mujoco.Renderer(model, height=8, width=8).close()
     except Exception as err:  # the GL stack raises anything from ImportError to AttributeError
         raise RuntimeError(
@@ -83,5 +85,3 @@ def record_video(env, policy, path: str, frames: int) -> str:
             writer.append_data(renderer.render())
     renderer.close()
     return path
-
-

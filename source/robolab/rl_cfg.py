@@ -32,8 +32,12 @@ def _positive(key: str, value: float) -> None:
 
 
 def _mlp(hidden_dims: list[int], init_std: float | None) -> dict[str, Any]:
-    model: dict[str, Any] = {"class_name": "MLPModel", "hidden_dims": hidden_dims, "activation": "elu",
-                             "obs_normalization": True}
+    model: dict[str, Any] = {
+        "class_name": "MLPModel",
+        "hidden_dims": hidden_dims,
+        "activation": "elu",
+        "obs_normalization": True,
+    }
     if init_std is not None:
         model["distribution_cfg"] = {"class_name": "GaussianDistribution", "init_std": init_std}
     return model
@@ -68,13 +72,21 @@ class PpoCfg:
     symmetry_cfg: Any = None
 
     def __post_init__(self) -> None:
-        for key in ("learning_rate", "num_learning_epochs", "num_mini_batches", "clip_param", "max_grad_norm",
-                    "desired_kl"):
+        for key in (
+            "learning_rate",
+            "num_learning_epochs",
+            "num_mini_batches",
+            "clip_param",
+            "max_grad_norm",
+            "desired_kl",
+        ):
             _positive(f"algorithm.{key}", getattr(self, key))
         for key in ("gamma", "lam"):
             value = getattr(self, key)
             _require(f"algorithm.{key}", value, 0 <= value <= 1, "must be in [0, 1]")
-        _require("algorithm.schedule", self.schedule, self.schedule in ("adaptive", "fixed"), "allowed: adaptive, fixed")
+        _require(
+            "algorithm.schedule", self.schedule, self.schedule in ("adaptive", "fixed"), "allowed: adaptive, fixed"
+        )
 
 
 @dataclass

@@ -23,8 +23,19 @@ from rsl_rl.utils import check_nan, reduce_gradients_in_buckets, resolve_callabl
 from rsl_rl.utils.logger import Logger
 
 __all__ = [
-    "MLP", "PPO", "SURFACE", "Distillation", "EmpiricalNormalization", "Logger", "OnPolicyRunner", "VecEnv",
-    "check_nan", "reduce_gradients_in_buckets", "resolve_callable", "rsl_rl_version", "surface_mismatches",
+    "MLP",
+    "PPO",
+    "SURFACE",
+    "Distillation",
+    "EmpiricalNormalization",
+    "Logger",
+    "OnPolicyRunner",
+    "VecEnv",
+    "check_nan",
+    "reduce_gradients_in_buckets",
+    "resolve_callable",
+    "rsl_rl_version",
+    "surface_mismatches",
 ]
 
 # name -> parameters (in order) that robolab passes, overrides or calls with. A leading "self" is implied
@@ -54,7 +65,14 @@ SURFACE: dict[str, tuple[str, ...]] = {
     "Distillation.reduce_parameters": (),
     # logger: robolab's subclass keeps the writer set-up and replaces the bookkeeping
     "Logger.__init__": (
-        "log_dir", "cfg", "env_cfg", "num_envs", "is_distributed", "gpu_world_size", "gpu_global_rank", "device",
+        "log_dir",
+        "cfg",
+        "env_cfg",
+        "num_envs",
+        "is_distributed",
+        "gpu_world_size",
+        "gpu_global_rank",
+        "device",
     ),
     "Logger.init_logging_writer": (),
     "Logger.process_env_step": ("rewards", "dones", "extras", "intrinsic_rewards"),
@@ -76,13 +94,27 @@ CONSTRUCTOR_KEYWORDS: dict[str, tuple[str, ...]] = {
 }
 
 # Attributes of a constructed PPO that robolab's subclasses read (public in rsl_rl: no leading underscore).
-PPO_ATTRIBUTES = ("storage", "optimizer", "rnd", "is_multi_gpu", "normalize_advantage_per_mini_batch", "learning_rate",
-                  "device", "transition")
+PPO_ATTRIBUTES = (
+    "storage",
+    "optimizer",
+    "rnd",
+    "is_multi_gpu",
+    "normalize_advantage_per_mini_batch",
+    "learning_rate",
+    "device",
+    "transition",
+)
 
 _NAMES = {
-    "OnPolicyRunner": OnPolicyRunner, "PPO": PPO, "Distillation": Distillation, "Logger": Logger, "MLP": MLP,
-    "EmpiricalNormalization": EmpiricalNormalization, "reduce_gradients_in_buckets": reduce_gradients_in_buckets,
-    "resolve_callable": resolve_callable, "check_nan": check_nan,
+    "OnPolicyRunner": OnPolicyRunner,
+    "PPO": PPO,
+    "Distillation": Distillation,
+    "Logger": Logger,
+    "MLP": MLP,
+    "EmpiricalNormalization": EmpiricalNormalization,
+    "reduce_gradients_in_buckets": reduce_gradients_in_buckets,
+    "resolve_callable": resolve_callable,
+    "check_nan": check_nan,
 }
 
 
@@ -117,7 +149,7 @@ def surface_mismatches() -> list[str]:
         params = _parameters(fn)
         # The names robolab uses, in order; anything after them must be optional (robolab does not pass it).
         got = tuple(p.name for p in params[: len(expected)])
-        extra = [p.name for p in params[len(expected):] if p.default is inspect.Parameter.empty]
+        extra = [p.name for p in params[len(expected) :] if p.default is inspect.Parameter.empty]
         if got != expected or extra:
             problems.append(f"{name}: parameters {tuple(p.name for p in params)}, robolab expects {expected}")
     for name, keywords in CONSTRUCTOR_KEYWORDS.items():

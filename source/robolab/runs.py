@@ -71,7 +71,8 @@ def find_teacher(agent: dict, log_root: str) -> str:
     found = checkpoint.latest_checkpoint(run_dir) if run_dir else None
     if found is None:
         raise FileNotFoundError(
-            f"no teacher checkpoint: none under {experiment_dir!r}; train the teacher task first or pass --teacher_checkpoint"
+            f"no teacher checkpoint: none under {experiment_dir!r}; "
+            "train the teacher task first or pass --teacher_checkpoint"
         )
     return found
 
@@ -80,7 +81,7 @@ class ConsoleLog:
     """Copy of everything rank 0 prints, appended to ``<run>/console.log`` (a resumed run continues it)."""
 
     def __init__(self, path: str, stream):
-        self.file = open(path, "a", buffering=1)
+        self.file = open(path, "a", buffering=1)  # noqa: SIM115 (open for the run; closed by the session)
         self.stream = stream
 
     def write(self, text: str) -> int:
@@ -96,4 +97,7 @@ class ConsoleLog:
 
 
 def write_text_atomic(path: str, text: str) -> None:
-    checkpoint.atomic_write(path, lambda f: f.write(text), binary=False)
+    def write(f) -> None:
+        f.write(text)
+
+    checkpoint.atomic_write(path, write, binary=False)

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from robolab import checkpoint, distributed, runs, tasks
+from robolab import distributed, runs, tasks
 from robolab.config import ConfigError, agent_dict, build_env_cfg, compose, to_yaml
 from robolab.distributed import DistributedContext
 from robolab.rsl_rl_api import resolve_callable
@@ -61,9 +61,13 @@ class TrainOptions:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"--{name}={value}: must be a positive integer")
-        flags = {"env.num_envs": self.num_envs, "agent.max_iterations": self.max_iterations, "seed": self.seed,
-                 "agent.run_name": self.run_name,
-                 "distributed.check_replication_every": self.check_replication_every}
+        flags = {
+            "env.num_envs": self.num_envs,
+            "agent.max_iterations": self.max_iterations,
+            "seed": self.seed,
+            "agent.run_name": self.run_name,
+            "distributed.check_replication_every": self.check_replication_every,
+        }
         return [f"{key}={value}" for key, value in flags.items() if value is not None]
 
 
@@ -88,7 +92,7 @@ def join(task: str, overrides: list[str], device: str | None, distributed_run: b
     cfg = compose(task, overrides)
     backend = distributed.backend_for(device, cfg.distributed.backend) if ctx.is_distributed else None
     distributed.initialize(ctx, device, backend, timeout_s=float(cfg.distributed.timeout_s))
-    distributed.check_config_consistency(OmegaConf.to_container(cfg, resolve=True))
+    distributed.check_config_consistency(_plain(cfg))
     return Job(ctx, device, cfg, int(cfg.seed) + ctx.rank)
 
 
@@ -107,8 +111,7 @@ def open_env(task: str, env_cfg, job: Job, closer: contextlib.ExitStack):
     if env_cfg is None:
         from robolab.tasks.isaaclab.vecenv import env_config_dict, make_isaaclab_env
 
-        overrides = OmegaConf.to_container(job.cfg.env, resolve=True)
-        env = make_isaaclab_env(task, overrides, job.device, job.seed, closer)
+        env = make_isaaclab_env(task, _plain(job.cfg.env), job.device, job.seed, closer)
         return env, env_config_dict(env)
     from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
 
@@ -117,10 +120,20 @@ def open_env(task: str, env_cfg, job: Job, closer: contextlib.ExitStack):
     return env, env_cfg
 
 
+def _plain(node: DictConfig) -> dict:
+    plain = OmegaConf.to_container(node, resolve=True)
+    assert isinstance(plain, dict)
+    return plain
+
+
 def build_runner(env, agent: dict, job: Job, log_dir: str | None = None):
     """The runner class ``agent["runner_class_name"]`` names, on this rank."""
     return resolve_callable(agent["runner_class_name"])(
-        env, agent, log_dir=log_dir, device=job.device, dist_ctx=job.ctx,
+        env,
+        agent,
+        log_dir=log_dir,
+        device=job.device,
+        dist_ctx=job.ctx,
         check_replication_every=int(job.cfg.distributed.check_replication_every),
     )
 
@@ -173,11 +186,14 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
             raise ConfigError("--teacher_checkpoint: only distillation runs load a teacher (runner=distillation)")
         agent["teacher_checkpoint"] = options.teacher_checkpoint
     env_cfg = env_config(options.task, job)  # config errors before any run directory exists
-    plan = distributed.run_on_main(runs.plan_run, options.log_root, agent["experiment_name"], agent["run_name"],
-                                   options.resume)
+    plan = distributed.run_on_main(
+        runs.plan_run, options.log_root, agent["experiment_name"], agent["run_name"], options.resume
+    )
     num_envs = env_cfg.num_envs if env_cfg is not None else job.cfg.env.get("num_envs", "the task's")
-    print(f"[robolab] rank {ctx.rank}/{ctx.world_size} (local rank {ctx.local_rank}, launcher {ctx.launcher}): "
-          f"device {job.device}, seed {job.seed}, {num_envs} envs")
+    print(
+        f"[robolab] rank {ctx.rank}/{ctx.world_size} (local rank {ctx.local_rank}, launcher {ctx.launcher}): "
+        f"device {job.device}, seed {job.seed}, {num_envs} envs"
+    )
 
     closer = contextlib.ExitStack()
     env, env_params = open_env(options.task, env_cfg, job, closer)
@@ -192,7 +208,10 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
         print(f"[robolab] run directory: {plan.run_dir}")
     if plan.resume_checkpoint:
         runner.load(plan.resume_checkpoint, map_location=job.device)
-        print(f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} at iteration {runner.current_learning_iteration}")
+        print(
+            f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} "
+            f"at iteration {runner.current_learning_iteration}"
+        )
     elif "teacher_checkpoint" in agent:
         runner.load_teacher(distributed.run_on_main(runs.find_teacher, agent, options.log_root))
     return TrainingSession(options.task, ctx, plan, env, runner, int(agent["max_iterations"]), closer)
@@ -216,8 +235,10 @@ def run_training(session: TrainingSession) -> dict:
         else:
             runner.current_learning_iteration = start_it - 1
     if runner.stopped_early:
-        print(f"[robolab] rank {ctx.rank}: training stopped after iteration {runner.current_learning_iteration}; "
-              "checkpoint written")
+        print(
+            f"[robolab] rank {ctx.rank}: training stopped after iteration {runner.current_learning_iteration}; "
+            "checkpoint written"
+        )
     result = summary(runner, session.task_id, ctx, time.time() - start, start_it)
     result["stopped_early"] = runner.stopped_early
     if ctx.is_main:
@@ -302,4 +323,3 @@ def prepare_benchmark(task: str, overrides: list[str], device: str | None, distr
     closer = contextlib.ExitStack()
     env, _ = open_env(task, env_config(task, job), job, closer)
     return job, env, build_runner(env, agent, job), agent, closer
-

@@ -30,8 +30,17 @@ from robolab.config import config_source, hydra_overrides, user_overrides
 from robolab.rl_cfg import register_schemas
 
 RESULT_FILE = "job_result.json"
-METRICS = ("world_size", "iterations", "total_env_steps", "wall_s", "env_steps_per_s", "mean_reward", "mean_episode_length",
-           "lin_vel_tracking_error", "fall_rate")
+METRICS = (
+    "world_size",
+    "iterations",
+    "total_env_steps",
+    "wall_s",
+    "env_steps_per_s",
+    "mean_reward",
+    "mean_episode_length",
+    "lin_vel_tracking_error",
+    "fall_rate",
+)
 TRAIN_MODULE = "robolab.cli.train"  # run as a module: an installed wheel has no scripts/ directory
 
 
@@ -88,15 +97,22 @@ class SweepSummary(Callback):
 
 
 def write_summary(sweep_dir: Path) -> list[dict]:
-    rows = sorted(
-        (json.loads(p.read_text()) for p in sweep_dir.glob(f"*/{RESULT_FILE}")), key=lambda r: int(r["job"])
-    )
+    rows = sorted((json.loads(p.read_text()) for p in sweep_dir.glob(f"*/{RESULT_FILE}")), key=lambda r: int(r["job"]))
     columns = ["job", "overrides", "status", "returncode", *METRICS, "run_dir", "error"]
     with open(sweep_dir / "summary.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    shown = ["job", "overrides", "status", "world_size", "iterations", "lin_vel_tracking_error", "fall_rate", "mean_reward"]
+    shown = [
+        "job",
+        "overrides",
+        "status",
+        "world_size",
+        "iterations",
+        "lin_vel_tracking_error",
+        "fall_rate",
+        "mean_reward",
+    ]
     lines = ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
     for row in rows:
         lines.append("| " + " | ".join(_fmt(row.get(c)) for c in shown) + " |")

@@ -3,6 +3,7 @@
 import sys
 
 import torch
+
 from robolab import distributed
 from robolab.distributed import ReplicationError, read_context
 

@@ -9,13 +9,14 @@ The two env halves get different reward scales so rank-local advantage normalisa
 import sys
 
 import torch
-from robolab import distributed
-from robolab.algorithms import PPO
-from robolab.distributed import read_context
 from rsl_rl.algorithms import PPO as RslRlPPO
 from rsl_rl.models import MLPModel
 from rsl_rl.storage import RolloutStorage
 from tensordict import TensorDict
+
+from robolab import distributed
+from robolab.algorithms import PPO
+from robolab.distributed import read_context
 
 TOTAL_ENVS, STEPS, OBS, ACT = 16, 6, 5, 3
 
@@ -41,14 +42,34 @@ def obs_at(t):
 
 torch.manual_seed(0)
 groups = {"actor": ["policy"], "critic": ["critic"]}
-actor = MLPModel(obs_at(0), groups, "actor", ACT, hidden_dims=[16], obs_normalization=True,
-                 distribution_cfg={"class_name": "GaussianDistribution", "init_std": 1.0})
+actor = MLPModel(
+    obs_at(0),
+    groups,
+    "actor",
+    ACT,
+    hidden_dims=[16],
+    obs_normalization=True,
+    distribution_cfg={"class_name": "GaussianDistribution", "init_std": 1.0},
+)
 critic = MLPModel(obs_at(0), groups, "critic", 1, hidden_dims=[16], obs_normalization=True)
 storage = RolloutStorage("rl", share, STEPS, obs_at(0), [ACT], "cpu")
-multi = {"global_rank": ctx.rank, "local_rank": ctx.local_rank, "world_size": ctx.world_size} if ctx.is_distributed else None
+multi = (
+    {"global_rank": ctx.rank, "local_rank": ctx.local_rank, "world_size": ctx.world_size}
+    if ctx.is_distributed
+    else None
+)
 alg_class = PPO if which == "robolab" else RslRlPPO
-alg = alg_class(actor, critic, storage, num_learning_epochs=2, num_mini_batches=1, learning_rate=1e-3,
-                schedule="adaptive", desired_kl=0.01, multi_gpu_cfg=multi)
+alg = alg_class(
+    actor,
+    critic,
+    storage,
+    num_learning_epochs=2,
+    num_mini_batches=1,
+    learning_rate=1e-3,
+    schedule="adaptive",
+    desired_kl=0.01,
+    multi_gpu_cfg=multi,
+)
 if ctx.is_distributed:
     alg.broadcast_parameters()
 

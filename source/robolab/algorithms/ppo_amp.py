@@ -81,6 +81,7 @@ class PPOAMP(PPO):
 
     def process_env_step(self, obs: TensorDict, rewards: torch.Tensor, dones: torch.Tensor, extras: dict) -> None:
         s, s_next = self._amp_prev, extras["amp_next"].to(self.device)
+        assert s is not None, "process_env_step before act"
         style = self.style_reward(s, s_next)
         self.replay.insert(s, s_next)
         cfg = self.amp_cfg

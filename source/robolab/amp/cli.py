@@ -15,8 +15,15 @@ from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 def _generate(args) -> dict:
     from robolab.amp.gait import GaitCfg, generate_clip
 
-    cfg = GaitCfg(gait=args.gait, speed=args.speed, period=args.period, duty=args.duty,
-                  step_height=args.step_height, duration=args.duration, fps=args.fps)
+    cfg = GaitCfg(
+        gait=args.gait,
+        speed=args.speed,
+        period=args.period,
+        duty=args.duty,
+        step_height=args.step_height,
+        duration=args.duration,
+        fps=args.fps,
+    )
     clip = generate_clip(cfg)
     robot = go2_robot_cfg()
     clip.save(args.output, robot.joint_names, robot.foot_bodies)
@@ -27,7 +34,10 @@ def _inspect(args) -> dict:
     robot = go2_robot_cfg()
     clip = load_clip(args.file, robot.joint_names, robot.foot_bodies)
     return {
-        "file": args.file, "frames": clip.num_frames, "fps": clip.fps, "duration_s": round(clip.duration, 4),
+        "file": args.file,
+        "frames": clip.num_frames,
+        "fps": clip.fps,
+        "duration_s": round(clip.duration, 4),
         "joint_pos_range": [float(clip.joint_pos.min()), float(clip.joint_pos.max())],
         "max_joint_vel": float(np.abs(clip.joint_vel).max()),
         "mean_base_lin_vel": clip.base_lin_vel.mean(axis=0).round(4).tolist(),
@@ -45,11 +55,18 @@ def _convert(args) -> dict:
     if args.fps:
         times = np.arange(0.0, clip.duration + 1e-9, 1.0 / args.fps)
         src = np.arange(clip.num_frames) / clip.fps
-        interp = lambda a: np.stack(  # noqa: E731
+        interp = lambda a: np.stack(
             [np.interp(times, src, col) for col in a.reshape(a.shape[0], -1).T], axis=-1
         ).reshape(len(times), *a.shape[1:])
-        clip = MotionClip(clip.name, float(args.fps), interp(clip.joint_pos), interp(clip.joint_vel),
-                          interp(clip.base_lin_vel), interp(clip.base_ang_vel), interp(clip.foot_pos))
+        clip = MotionClip(
+            clip.name,
+            float(args.fps),
+            interp(clip.joint_pos),
+            interp(clip.joint_vel),
+            interp(clip.base_lin_vel),
+            interp(clip.base_ang_vel),
+            interp(clip.foot_pos),
+        )
     clip.save(args.output, robot.joint_names, robot.foot_bodies)
     return {"written": args.output, "frames": clip.num_frames, "fps": clip.fps}
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import torch
-from robolab.rsl_rl_api import MLP
 from torch import nn
+
+from robolab.rsl_rl_api import MLP
 
 LOSS_TYPES = ("lsgan", "bce")
 
@@ -35,7 +36,9 @@ class Discriminator(nn.Module):
         return -torch.log((1 - torch.sigmoid(d)).clamp(min=1e-4))
 
 
-def gradient_penalty(discriminator: Discriminator, s: torch.Tensor, s_next: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def gradient_penalty(
+    discriminator: Discriminator, s: torch.Tensor, s_next: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Discriminator output on expert pairs and the mean squared norm of its gradient w.r.t. those inputs."""
     s = s.detach().requires_grad_(True)
     s_next = s_next.detach().requires_grad_(True)

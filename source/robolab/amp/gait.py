@@ -48,7 +48,7 @@ class LegGeometry:
 
 
 def leg_geometry(model: mujoco.MjModel, leg: str) -> LegGeometry:
-    body = lambda name: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)  # noqa: E731
+    body = lambda name: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
     return LegGeometry(
         hip=model.body_pos[body(f"{leg}_hip")].copy(),
         lateral=float(model.body_pos[body(f"{leg}_thigh")][1]),
@@ -92,7 +92,7 @@ def generate_clip(cfg: GaitCfg, robot_cfg: RobotCfg | None = None) -> MotionClip
     robot = load_robot(robot_cfg)
     model = robot.model
     nominal = foot_positions(model, robot, np.array([robot_cfg.default_joint_pos]))[0]  # (4, 3)
-    times = np.arange(int(round(cfg.duration * cfg.fps)) + 1) / cfg.fps
+    times = np.arange(round(cfg.duration * cfg.fps) + 1) / cfg.fps
     stride = cfg.speed * cfg.duty * cfg.period  # distance the body travels while a foot is planted
     joint_pos = np.empty((len(times), len(robot_cfg.joint_names)))
     for i, leg in enumerate(LEGS):
@@ -105,10 +105,14 @@ def generate_clip(cfg: GaitCfg, robot_cfg: RobotCfg | None = None) -> MotionClip
         dz = np.where(stance, 0.0, cfg.step_height * np.sin(np.pi * s_swing))
         foot = nominal[i] + np.stack([dx, np.zeros_like(dx), dz], axis=-1)
         joint_pos[:, 3 * i : 3 * i + 3] = leg_ik(foot, leg_geometry(model, leg))
-    joint_vel = np.gradient(joint_pos, 1.0 / cfg.fps, axis=0)
+    joint_vel = np.asarray(np.gradient(joint_pos, 1.0 / cfg.fps, axis=0))
     frames = len(times)
     return MotionClip(
-        name=f"go2_{cfg.gait}", fps=cfg.fps, joint_pos=joint_pos, joint_vel=joint_vel,
-        base_lin_vel=np.tile([cfg.speed, 0.0, 0.0], (frames, 1)), base_ang_vel=np.zeros((frames, 3)),
+        name=f"go2_{cfg.gait}",
+        fps=cfg.fps,
+        joint_pos=joint_pos,
+        joint_vel=joint_vel,
+        base_lin_vel=np.tile([cfg.speed, 0.0, 0.0], (frames, 1)),
+        base_ang_vel=np.zeros((frames, 3)),
         foot_pos=foot_positions(model, robot, joint_pos),
     )

@@ -57,9 +57,15 @@ class MotionClip:
 
     def save(self, path: str, joint_names: list[str], foot_names: list[str]) -> None:
         np.savez(
-            path, fps=np.float64(self.fps), joint_names=np.array(joint_names), foot_names=np.array(foot_names),
-            joint_pos=self.joint_pos, joint_vel=self.joint_vel, base_lin_vel=self.base_lin_vel,
-            base_ang_vel=self.base_ang_vel, foot_pos=self.foot_pos,
+            path,
+            fps=np.float64(self.fps),
+            joint_names=np.array(joint_names),
+            foot_names=np.array(foot_names),
+            joint_pos=self.joint_pos,
+            joint_vel=self.joint_vel,
+            base_lin_vel=self.base_lin_vel,
+            base_ang_vel=self.base_ang_vel,
+            foot_pos=self.foot_pos,
         )
 
 
@@ -78,7 +84,9 @@ def read_arrays(path: str) -> dict[str, np.ndarray]:
         raise MotionFormatError(f"motion file {path!r} is not a readable .npz ({type(err).__name__}: {err})") from None
 
 
-def clip_from_arrays(data: dict[str, np.ndarray], path: str, joint_names: list[str], foot_names: list[str]) -> MotionClip:
+def clip_from_arrays(
+    data: dict[str, np.ndarray], path: str, joint_names: list[str], foot_names: list[str]
+) -> MotionClip:
     """Validate a clip's arrays (``path`` names it in errors) and reorder joints and feet to the robot's order."""
     missing = [f for f in REQUIRED if f not in data]
     if missing:
@@ -88,8 +96,11 @@ def clip_from_arrays(data: dict[str, np.ndarray], path: str, joint_names: list[s
         raise MotionFormatError(f"motion file {path!r}: fps={fps} must be a positive frame rate")
     t = data["joint_pos"].shape[0]
     expected = {
-        "joint_pos": (t, len(data["joint_names"])), "joint_vel": (t, len(data["joint_names"])),
-        "base_lin_vel": (t, 3), "base_ang_vel": (t, 3), "foot_pos": (t, len(data["foot_names"]), 3),
+        "joint_pos": (t, len(data["joint_names"])),
+        "joint_vel": (t, len(data["joint_names"])),
+        "base_lin_vel": (t, 3),
+        "base_ang_vel": (t, 3),
+        "foot_pos": (t, len(data["foot_names"]), 3),
     }
     for field, shape in expected.items():
         if data[field].shape != shape:
@@ -101,16 +112,22 @@ def clip_from_arrays(data: dict[str, np.ndarray], path: str, joint_names: list[s
     joints = _order(path, "joint", list(map(str, data["joint_names"])), joint_names)
     feet = _order(path, "foot", list(map(str, data["foot_names"])), foot_names)
     return MotionClip(
-        name=os.path.splitext(os.path.basename(path))[0], fps=fps,
-        joint_pos=data["joint_pos"][:, joints], joint_vel=data["joint_vel"][:, joints],
-        base_lin_vel=data["base_lin_vel"], base_ang_vel=data["base_ang_vel"], foot_pos=data["foot_pos"][:, feet],
+        name=os.path.splitext(os.path.basename(path))[0],
+        fps=fps,
+        joint_pos=data["joint_pos"][:, joints],
+        joint_vel=data["joint_vel"][:, joints],
+        base_lin_vel=data["base_lin_vel"],
+        base_ang_vel=data["base_ang_vel"],
+        foot_pos=data["foot_pos"][:, feet],
     )
 
 
 def _order(path: str, kind: str, have: list[str], want: list[str]) -> list[int]:
     missing = [n for n in want if n not in have]
     if missing:
-        raise MotionFormatError(f"motion file {path!r}: {kind}s {missing} of the robot are not in the clip (it has {have})")
+        raise MotionFormatError(
+            f"motion file {path!r}: {kind}s {missing} of the robot are not in the clip (it has {have})"
+        )
     return [have.index(n) for n in want]
 
 
@@ -126,10 +143,14 @@ class MotionLibrary:
         self._features = [self._clip_features(c) for c in clips]
 
     def _clip_features(self, clip: MotionClip) -> torch.Tensor:
-        as_t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=self.device)  # noqa: E731
+        as_t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=self.device)
         return amp_features(
-            self.terms, joint_pos=as_t(clip.joint_pos), joint_vel=as_t(clip.joint_vel),
-            base_lin_vel=as_t(clip.base_lin_vel), base_ang_vel=as_t(clip.base_ang_vel), foot_pos=as_t(clip.foot_pos),
+            self.terms,
+            joint_pos=as_t(clip.joint_pos),
+            joint_vel=as_t(clip.joint_vel),
+            base_lin_vel=as_t(clip.base_lin_vel),
+            base_ang_vel=as_t(clip.base_ang_vel),
+            foot_pos=as_t(clip.foot_pos),
         )
 
     @property
@@ -144,7 +165,9 @@ class MotionLibrary:
         alpha = (f - i0).unsqueeze(-1)
         return (1 - alpha) * feats[i0] + alpha * feats[i0 + 1]
 
-    def sample_pairs(self, n: int, dt: float, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def sample_pairs(
+        self, n: int, dt: float, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``n`` expert transitions (s at t, s' at t + dt), clips drawn in proportion to their weights."""
         which = torch.multinomial(self.weights, n, replacement=True, generator=generator)
         s = torch.empty(n, self.feature_dim, device=self.device)

@@ -33,7 +33,9 @@ def build_go2_spec(cfg: RobotCfg) -> mujoco.MjSpec:
     base = spec.worldbody.add_body(name="base", pos=[0, 0, cfg.init_base_height])
     base.add_freejoint(name="root")
     base.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.1881, 0.04675, 0.057], mass=6.921, rgba=[0.2, 0.2, 0.25, 1])
-    base.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.05], pos=[0.285, 0, 0.01], mass=0.0, rgba=[0.2, 0.2, 0.25, 1])
+    base.add_geom(
+        type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.05], pos=[0.285, 0, 0.01], mass=0.0, rgba=[0.2, 0.2, 0.25, 1]
+    )
     base.add_site(name="imu", pos=[-0.02557, 0, 0.04232])
 
     for leg in LEGS:
@@ -62,8 +64,13 @@ def _add_floor(spec: mujoco.MjSpec) -> None:
     # Floor: contype 0 / conaffinity 1; robot geoms: contype 1 / conaffinity 0. The robot collides with the
     # floor only, never with itself, which is what a flat velocity task wants and halves collision work.
     spec.worldbody.add_geom(
-        name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], contype=0, conaffinity=1,
-        friction=[1.0, 0.005, 0.0001], rgba=[0.5, 0.6, 0.7, 1],
+        name="floor",
+        type=mujoco.mjtGeom.mjGEOM_PLANE,
+        size=[0, 0, 0.05],
+        contype=0,
+        conaffinity=1,
+        friction=[1.0, 0.005, 0.0001],
+        rgba=[0.5, 0.6, 0.7, 1],
     )
     spec.worldbody.add_light(pos=[0, 0, 3], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
 
@@ -78,25 +85,40 @@ def _add_leg(base: mujoco.MjsBody, leg: str) -> None:
     hip = base.add_body(name=f"{leg}_hip", pos=[x, y, 0])
     hip.add_joint(name=f"{leg}_hip_joint", axis=[1, 0, 0], range=HIP_RANGE, armature=0.01)
     hip.add_geom(
-        type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[0.046, 0.02], quat=[0.7071068, 0.7071068, 0, 0],
-        pos=[0, side * 0.08, 0], mass=0.678, **_collision(rgba=[0.3, 0.3, 0.3, 1]),
+        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+        size=[0.046, 0.02],
+        quat=[0.7071068, 0.7071068, 0, 0],
+        pos=[0, side * 0.08, 0],
+        mass=0.678,
+        **_collision(rgba=[0.3, 0.3, 0.3, 1]),
     )
     thigh = hip.add_body(name=f"{leg}_thigh", pos=[0, side * THIGH_Y, 0])
     thigh.add_joint(name=f"{leg}_thigh_joint", axis=[0, 1, 0], range=THIGH_RANGE[leg[0]], armature=0.01)
     thigh.add_geom(
-        type=mujoco.mjtGeom.mjGEOM_CAPSULE, fromto=[0, 0, 0, 0, 0, -LINK * 0.9], size=[0.0245, 0, 0],
-        mass=1.152, **_collision(rgba=[0.8, 0.8, 0.8, 1]),
+        type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+        fromto=[0, 0, 0, 0, 0, -LINK * 0.9],
+        size=[0.0245, 0, 0],
+        mass=1.152,
+        **_collision(rgba=[0.8, 0.8, 0.8, 1]),
     )
     calf = thigh.add_body(name=f"{leg}_calf", pos=[0, 0, -LINK])
     calf.add_joint(name=f"{leg}_calf_joint", axis=[0, 1, 0], range=CALF_RANGE, armature=0.01)
     calf.add_geom(
-        type=mujoco.mjtGeom.mjGEOM_CAPSULE, fromto=[0, 0, 0, 0, 0, -LINK + 0.03], size=[0.013, 0, 0],
-        mass=0.154, **_collision(rgba=[0.3, 0.3, 0.3, 1]),
+        type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+        fromto=[0, 0, 0, 0, 0, -LINK + 0.03],
+        size=[0.013, 0, 0],
+        mass=0.154,
+        **_collision(rgba=[0.3, 0.3, 0.3, 1]),
     )
     foot = calf.add_body(name=f"{leg}_foot", pos=[0, 0, -LINK])
     foot.add_geom(
-        type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[FOOT_RADIUS, 0, 0], mass=0.04, priority=1,
-        condim=3, friction=[1.0, 0.02, 0.01], **_collision(rgba=[0.1, 0.1, 0.1, 1]),
+        type=mujoco.mjtGeom.mjGEOM_SPHERE,
+        size=[FOOT_RADIUS, 0, 0],
+        mass=0.04,
+        priority=1,
+        condim=3,
+        friction=[1.0, 0.02, 0.01],
+        **_collision(rgba=[0.1, 0.1, 0.1, 1]),
     )
     foot.add_site(name=f"{leg}_foot_site", size=[FOOT_RADIUS * 1.1, 0, 0])
 

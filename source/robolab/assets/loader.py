@@ -113,7 +113,10 @@ def _check_names(spec: mujoco.MjSpec, cfg: RobotCfg) -> None:
 def _add_contact_sensor(spec: mujoco.MjSpec, body: str) -> str:
     name = f"robolab_contact_{body}"
     spec.add_sensor(
-        name=name, type=mujoco.mjtSensor.mjSENS_CONTACT, objtype=mujoco.mjtObj.mjOBJ_BODY, objname=body,
+        name=name,
+        type=mujoco.mjtSensor.mjSENS_CONTACT,
+        objtype=mujoco.mjtObj.mjOBJ_BODY,
+        objname=body,
         intprm=[_CONTACT_DATA_FORCE, _CONTACT_REDUCE_NETFORCE, 1],
     )
     return name
@@ -130,14 +133,22 @@ def _add_torque_sensor(spec: mujoco.MjSpec, joint: str) -> str:
 def _add_foot_position_sensor(spec: mujoco.MjSpec, foot: str, base: str) -> str:
     name = f"robolab_foot_pos_{foot}"
     spec.add_sensor(
-        name=name, type=mujoco.mjtSensor.mjSENS_FRAMEPOS, objtype=mujoco.mjtObj.mjOBJ_BODY, objname=foot,
-        reftype=mujoco.mjtObj.mjOBJ_BODY, refname=base,
+        name=name,
+        type=mujoco.mjtSensor.mjSENS_FRAMEPOS,
+        objtype=mujoco.mjtObj.mjOBJ_BODY,
+        objname=foot,
+        reftype=mujoco.mjtObj.mjOBJ_BODY,
+        refname=base,
     )
     return name
 
 
 def _index(
-    model: mujoco.MjModel, cfg: RobotCfg, sensors: dict[str, list[str]], torque_names: list[str], foot_pos_names: list[str]
+    model: mujoco.MjModel,
+    cfg: RobotCfg,
+    sensors: dict[str, list[str]],
+    torque_names: list[str],
+    foot_pos_names: list[str],
 ) -> RobotModel:
     def joint_ids():
         return [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in cfg.joint_names]

@@ -13,7 +13,9 @@ from robolab.session import DEFAULT_LOG_ROOT, DEFAULT_TASK, prepare_policy
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="Evaluate and export a trained policy. Unknown arguments are Hydra overrides.")
+    p = argparse.ArgumentParser(
+        description="Evaluate and export a trained policy. Unknown arguments are Hydra overrides."
+    )
     p.add_argument("--task", default=DEFAULT_TASK)
     source = p.add_mutually_exclusive_group()
     source.add_argument("--checkpoint", default=None, help="a model_<it>.pt file")
@@ -23,7 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=None, help="control steps to run (default: one episode)")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--video", action="store_true", help="render env 0 to <run>/videos/play.mp4 (needs an OpenGL backend)")
+    p.add_argument(
+        "--video", action="store_true", help="render env 0 to <run>/videos/play.mp4 (needs an OpenGL backend)"
+    )
     p.add_argument("--video_length", type=int, default=250, help="frames to record")
     p.add_argument("--no_export", action="store_true", help="skip writing exported/policy.onnx and policy.pt")
     return p

@@ -1,4 +1,4 @@
-"""``scripts/plot_curve.py``: learning curves of a run (tracking error, fall rate, reward) from its TensorBoard events."""
+"""``scripts/plot_curve.py``: learning curves of a run (tracking error, falls, reward) from its TensorBoard events."""
 
 from __future__ import annotations
 
@@ -38,8 +38,13 @@ def time_to_walk(scalars: dict, max_error: float, max_fall_rate: float, window: 
     fall_at = dict(zip((it for it, *_ in fall), smooth([v for *_, v in fall], window)))
     for (it, wall, _), e in zip(err, smooth([v for *_, v in err], window)):
         if e <= max_error and fall_at.get(it, 1.0) <= max_fall_rate:
-            return {"iteration": it, "wall_s": round(wall, 1), "tracking_error": round(e, 4),
-                    "fall_rate": round(fall_at[it], 4), "window": window}
+            return {
+                "iteration": it,
+                "wall_s": round(wall, 1),
+                "tracking_error": round(e, 4),
+                "fall_rate": round(fall_at[it], 4),
+                "window": window,
+            }
     return None
 
 
@@ -60,8 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--title", default=None)
     p.add_argument("--tags", nargs="*", default=list(CURVES), help="TensorBoard scalar tags to plot")
     p.add_argument("--start_time", type=float, default=None, help="Unix time the job started (default: first event)")
-    p.add_argument("--walk", nargs=2, type=float, default=(0.25, 0.05), metavar=("ERROR", "FALLS"),
-                   help="report the first time the averaged tracking error and fall rate are under these")
+    p.add_argument(
+        "--walk",
+        nargs=2,
+        type=float,
+        default=(0.25, 0.05),
+        metavar=("ERROR", "FALLS"),
+        help="report the first time the averaged tracking error and fall rate are under these",
+    )
     args = p.parse_args(argv)
     curves = {tag: CURVES.get(tag, tag) for tag in args.tags}
     try:
@@ -90,9 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     output = args.output or os.path.join(args.run_dir, "learning_curve.png")
     fig.savefig(output, dpi=110)
     last = {tag: scalars[tag][-1][2] for tag in curves}
-    walk = time_to_walk(scalars, *args.walk, args.window) if "Metrics/fall_rate" in scalars else None
-    print(json.dumps({
-        "output": output, "last": last, "iterations": scalars[next(iter(curves))][-1][0] + 1,
-        "time_to_walk": walk, "walk_thresholds": {"tracking_error": args.walk[0], "fall_rate": args.walk[1]},
-    }))
+    max_error, max_fall_rate = args.walk
+    walk = time_to_walk(scalars, max_error, max_fall_rate, args.window) if "Metrics/fall_rate" in scalars else None
+    print(
+        json.dumps(
+            {
+                "output": output,
+                "last": last,
+                "iterations": scalars[next(iter(curves))][-1][0] + 1,
+                "time_to_walk": walk,
+                "walk_thresholds": {"tracking_error": args.walk[0], "fall_rate": args.walk[1]},
+            }
+        )
+    )
     return 0

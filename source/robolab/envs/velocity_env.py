@@ -43,7 +43,9 @@ class VelocityEnv(VecEnv):
         limits = torch.as_tensor(self.robot.joint_limits, dtype=torch.float32, device=self.device)
         self._joint_lo, self._joint_hi = limits[:, 0], limits[:, 1]
         self._gravity = torch.tensor(mdp.GRAVITY_DIR, device=self.device)
-        self._reward_scale = torch.tensor([self._weight(t.weight) * self.step_dt for t in REWARD_TERMS], device=self.device)
+        self._reward_scale = torch.tensor(
+            [self._weight(t.weight) * self.step_dt for t in REWARD_TERMS], device=self.device
+        )
         self.gait_scores = GaitScores(cfg.gaits, list(cfg.robot.foot_bodies), self.device)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed)
@@ -58,7 +60,9 @@ class VelocityEnv(VecEnv):
 
     def _weight(self, field_name: str) -> float:
         if not hasattr(self.cfg.rewards, field_name):
-            raise ValueError(f"reward weight env.rewards.{field_name} is not a field of {type(self.cfg.rewards).__name__}")
+            raise ValueError(
+                f"reward weight env.rewards.{field_name} is not a field of {type(self.cfg.rewards).__name__}"
+            )
         return float(getattr(self.cfg.rewards, field_name))
 
     # --- rsl_rl VecEnv --------------------------------------------------------------------------------
@@ -190,8 +194,15 @@ class VelocityEnv(VecEnv):
         self.backend.reset(env_ids, qpos, qvel)
 
         self.episode_length_buf[env_ids] = 0
-        for buf in (self.last_actions, self.feet_air_time, self.last_air_time, self.episode_sums,
-                    self.episode_tracking_error, self.episode_steps, self.episode_gait):
+        for buf in (
+            self.last_actions,
+            self.feet_air_time,
+            self.last_air_time,
+            self.episode_sums,
+            self.episode_tracking_error,
+            self.episode_steps,
+            self.episode_gait,
+        ):
             buf[env_ids] = 0.0
         self._resample_commands(env_ids)
         self.push_timer[env_ids] = self._uniform(*e.push_interval_s, n)
@@ -243,8 +254,12 @@ class VelocityEnv(VecEnv):
     def _policy_noise_scale(self) -> torch.Tensor | None:
         """Half-width of the uniform noise on each column of a policy frame, or None without noise."""
         nz = self.cfg.noise
-        widths = [torch.full((term.func(self).shape[1],), float(getattr(nz, term.noise)) if term.noise else 0.0,
-                             device=self.device) for term in POLICY_TERMS]
+        widths = [
+            torch.full(
+                (term.func(self).shape[1],), float(getattr(nz, term.noise)) if term.noise else 0.0, device=self.device
+            )
+            for term in POLICY_TERMS
+        ]
         scale = torch.cat(widths)
         return scale if nz.enabled and bool(scale.any()) else None
 
@@ -254,8 +269,9 @@ class VelocityEnv(VecEnv):
         clean = torch.cat([term.func(self) for term in POLICY_TERMS], dim=1)
         frame = clean
         if self._noise_scale is not None:  # one draw for the whole frame: uniform in [-scale, scale] per column
-            frame = clean + self._noise_scale * (2.0 * torch.rand(clean.shape, generator=self.generator,
-                                                                  device=self.device) - 1.0)
+            frame = clean + self._noise_scale * (
+                2.0 * torch.rand(clean.shape, generator=self.generator, device=self.device) - 1.0
+            )
         critic = torch.cat([clean, *(term.func(self) for term in PRIVILEGED_TERMS)], dim=1)
         groups = {"policy": self._stack_history(frame, reset_ids), "critic": critic, "teacher": critic}
         if self.cfg.amp_terms:
@@ -265,8 +281,12 @@ class VelocityEnv(VecEnv):
     def _amp_state(self) -> torch.Tensor:
         s = self.state
         return amp_features(
-            self.cfg.amp_terms, joint_pos=s.joint_pos, joint_vel=s.joint_vel, base_lin_vel=s.base_lin_vel,
-            base_ang_vel=s.base_ang_vel, foot_pos=torch.nan_to_num(self.backend.foot_positions),
+            self.cfg.amp_terms,
+            joint_pos=s.joint_pos,
+            joint_vel=s.joint_vel,
+            base_lin_vel=s.base_lin_vel,
+            base_ang_vel=s.base_ang_vel,
+            foot_pos=torch.nan_to_num(self.backend.foot_positions),
         )
 
     def _stack_history(self, frame: torch.Tensor, reset_ids: torch.Tensor | None) -> torch.Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import torch
@@ -44,20 +45,38 @@ def _torques(env: VelocityEnv) -> torch.Tensor:
 
 
 REWARD_TERMS: tuple[RewardTerm, ...] = (
-    RewardTerm("track_lin_vel_xy", "track_lin_vel_xy", lambda env: mdp.track_lin_vel_xy_exp(
-        env.commands, env.state.base_lin_vel, env.cfg.rewards.tracking_std)),
-    RewardTerm("track_ang_vel_z", "track_ang_vel_z", lambda env: mdp.track_ang_vel_z_exp(
-        env.commands, env.state.base_ang_vel, env.cfg.rewards.tracking_std)),
+    RewardTerm(
+        "track_lin_vel_xy",
+        "track_lin_vel_xy",
+        lambda env: mdp.track_lin_vel_xy_exp(env.commands, env.state.base_lin_vel, env.cfg.rewards.tracking_std),
+    ),
+    RewardTerm(
+        "track_ang_vel_z",
+        "track_ang_vel_z",
+        lambda env: mdp.track_ang_vel_z_exp(env.commands, env.state.base_ang_vel, env.cfg.rewards.tracking_std),
+    ),
     RewardTerm("lin_vel_z", "lin_vel_z", lambda env: mdp.lin_vel_z_l2(env.state.base_lin_vel)),
     RewardTerm("ang_vel_xy", "ang_vel_xy", lambda env: mdp.ang_vel_xy_l2(env.state.base_ang_vel)),
     RewardTerm("joint_torques", "joint_torques", lambda env: mdp.l2(_torques(env))),
     RewardTerm("joint_acc", "joint_acc", lambda env: mdp.l2((env.state.joint_vel - env.prev_joint_vel) / env.step_dt)),
     RewardTerm("action_rate", "action_rate", lambda env: mdp.l2(env.actions - env.last_actions)),
-    RewardTerm("feet_air_time", "feet_air_time", lambda env: mdp.feet_air_time(
-        env.last_air_time, env.first_contact, env.commands, env.cfg.rewards.feet_air_time_threshold)),
-    RewardTerm("undesired_contacts", "undesired_contacts", lambda env: mdp.undesired_contacts(
-        env.backend.contact_forces("undesired"), env.cfg.terminations.contact_force_threshold)),
-    RewardTerm("flat_orientation", "flat_orientation", lambda env: mdp.flat_orientation_l2(env.state.projected_gravity)),
+    RewardTerm(
+        "feet_air_time",
+        "feet_air_time",
+        lambda env: mdp.feet_air_time(
+            env.last_air_time, env.first_contact, env.commands, env.cfg.rewards.feet_air_time_threshold
+        ),
+    ),
+    RewardTerm(
+        "undesired_contacts",
+        "undesired_contacts",
+        lambda env: mdp.undesired_contacts(
+            env.backend.contact_forces("undesired"), env.cfg.terminations.contact_force_threshold
+        ),
+    ),
+    RewardTerm(
+        "flat_orientation", "flat_orientation", lambda env: mdp.flat_orientation_l2(env.state.projected_gravity)
+    ),
 )
 
 POLICY_TERMS: tuple[ObsTerm, ...] = (
@@ -105,7 +124,7 @@ class GaitScores:
             raise ValueError(f"env.gaits.{name}={groups}: needs two or more non-empty groups of feet from {feet}")
         index = [[feet.index(f) for f in group] for group in groups]
         agree = [(g[0], other, True, True) for g in index for other in g[1:]]
-        differ = [(a[0], b[0], False, True) for a, b in zip(index, index[1:])]
+        differ = [(a[0], b[0], False, True) for a, b in pairwise(index)]
         return agree + differ
 
     def __call__(self, contact: torch.Tensor) -> torch.Tensor:

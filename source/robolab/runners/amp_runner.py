@@ -20,8 +20,12 @@ def amp_state_of(env) -> dict:
     robot = getattr(cfg, "robot", None)
     joint_names = getattr(cfg, "amp_joint_names", None) or robot.joint_names
     foot_names = getattr(cfg, "amp_foot_names", None) or robot.foot_bodies
-    return {"terms": list(cfg.amp_terms), "step_dt": float(env.step_dt), "joint_names": list(joint_names),
-            "foot_names": list(foot_names)}
+    return {
+        "terms": list(cfg.amp_terms),
+        "step_dt": float(env.step_dt),
+        "joint_names": list(joint_names),
+        "foot_names": list(foot_names),
+    }
 
 
 class AMPRunner(OnPolicyRunner):

@@ -29,6 +29,7 @@ class DistillationRunner(OnPolicyRunner):
     def learn(self, num_learning_iterations: int, init_at_random_ep_len: bool = False) -> None:
         if not self.alg.teacher_loaded:
             raise ValueError(
-                "no teacher loaded: pass --teacher_checkpoint PATH (a PPO checkpoint whose actor reads the 'teacher' group)"
+                "no teacher loaded: pass --teacher_checkpoint PATH "
+                "(a PPO checkpoint whose actor reads the 'teacher' group)"
             )
         super().learn(num_learning_iterations, init_at_random_ep_len)

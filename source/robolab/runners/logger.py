@@ -35,8 +35,9 @@ class EpisodeStatistics:
         self.extrinsic_sum = torch.zeros(num_envs, device=device)
         self.intrinsic_sum = torch.zeros(num_envs, device=device)
         self.length = torch.zeros(num_envs, device=device)
-        self.recent: dict[str, deque] = {k: deque(maxlen=RECENT_EPISODES)
-                                         for k in (REWARD_KEY, LENGTH_KEY, EXTRINSIC_KEY, INTRINSIC_KEY)}
+        self.recent: dict[str, deque] = {
+            k: deque(maxlen=RECENT_EPISODES) for k in (REWARD_KEY, LENGTH_KEY, EXTRINSIC_KEY, INTRINSIC_KEY)
+        }
         self.extras: list[dict] = []
         self.device = device
 
@@ -69,8 +70,9 @@ class EpisodeStatistics:
         values: dict[str, list[torch.Tensor]] = {}
         for step in self.extras:
             for key, value in step.items():
-                values.setdefault(key, []).append(torch.as_tensor(value, dtype=torch.float64,
-                                                                  device=self.device).flatten())
+                values.setdefault(key, []).append(
+                    torch.as_tensor(value, dtype=torch.float64, device=self.device).flatten()
+                )
         if values:
             totals = torch.stack([torch.cat(parts).sum() for parts in values.values()]).tolist()
             for (key, parts), total in zip(values.items(), totals):
@@ -106,9 +108,16 @@ class TrainingLogger(RslRlLogger):
     """One logger per run: rsl_rl's writer on rank 0, global episode statistics on every rank."""
 
     def __init__(self, log_dir: str | None, cfg: dict, env_cfg, num_envs: int, ctx: DistributedContext, device: str):
-        super().__init__(log_dir=log_dir, cfg=cfg, env_cfg=env_cfg, num_envs=num_envs,
-                         is_distributed=ctx.is_distributed, gpu_world_size=ctx.world_size,
-                         gpu_global_rank=ctx.rank, device=device)
+        super().__init__(
+            log_dir=log_dir,
+            cfg=cfg,
+            env_cfg=env_cfg,
+            num_envs=num_envs,
+            is_distributed=ctx.is_distributed,
+            gpu_world_size=ctx.world_size,
+            gpu_global_rank=ctx.rank,
+            device=device,
+        )
         self.steps_per_iteration = cfg["num_steps_per_env"] * num_envs * ctx.world_size
         self.episodes = EpisodeStatistics(num_envs, device)
         self.latest: dict[str, float] = {}
@@ -160,17 +169,26 @@ class TrainingLogger(RslRlLogger):
             f"\033[1m{f' Learning iteration {r.it}/{r.total_it} '.center(width)}\033[0m",
             "",
         ]
-        rows = [("Run name:", self.cfg.get("run_name") or None), ("Total steps:", self.total_steps),
-                ("Steps per second:", f"{self.steps_per_iteration / max(iteration_s, 1e-9):.0f}"),
-                ("Collection time:", f"{r.collect_s:.3f}s"), ("Learning time:", f"{r.learn_s:.3f}s")]
+        rows = [
+            ("Run name:", self.cfg.get("run_name") or None),
+            ("Total steps:", self.total_steps),
+            ("Steps per second:", f"{self.steps_per_iteration / max(iteration_s, 1e-9):.0f}"),
+            ("Collection time:", f"{r.collect_s:.3f}s"),
+            ("Learning time:", f"{r.learn_s:.3f}s"),
+        ]
         rows += [(f"Mean {k} loss:", f"{v:.4f}") for k, v in r.losses.items()]
         if REWARD_KEY in r.stats:
-            rows += [("Mean reward:", f"{r.stats[REWARD_KEY]:.2f}"),
-                     ("Mean episode length:", f"{r.stats[LENGTH_KEY]:.2f}")]
+            rows += [
+                ("Mean reward:", f"{r.stats[REWARD_KEY]:.2f}"),
+                ("Mean episode length:", f"{r.stats[LENGTH_KEY]:.2f}"),
+            ]
         rows.append(("Mean action std:", f"{r.action_std:.2f}"))
         rows += [(f"{k}:", f"{v:.4f}") for k, v in r.stats.items() if k not in (REWARD_KEY, LENGTH_KEY)]
         lines += [f"{name:>{pad}} {value}" for name, value in rows if value is not None]
-        lines += ["-" * width, f"{'Iteration time:':>{pad}} {iteration_s:.2f}s",
-                  f"{'Time elapsed:':>{pad}} {datetime.timedelta(seconds=int(self.total_s))}",
-                  f"{'ETA:':>{pad}} {datetime.timedelta(seconds=int(eta))}"]
+        lines += [
+            "-" * width,
+            f"{'Iteration time:':>{pad}} {iteration_s:.2f}s",
+            f"{'Time elapsed:':>{pad}} {datetime.timedelta(seconds=int(self.total_s))}",
+            f"{'ETA:':>{pad}} {datetime.timedelta(seconds=int(eta))}",
+        ]
         return "\n".join(lines) + "\n"

@@ -60,7 +60,9 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             raise DistributedConfigError("a distributed runner needs the process group started first (robolab.session)")
         expected = "cpu" if self.device == "cpu" else f"cuda:{ctx.local_rank}"
         if self.device != expected:
-            raise DistributedConfigError(f"device={self.device!r} on local rank {ctx.local_rank}: expected {expected!r}")
+            raise DistributedConfigError(
+                f"device={self.device!r} on local rank {ctx.local_rank}: expected {expected!r}"
+            )
         return {"global_rank": ctx.rank, "local_rank": ctx.local_rank, "world_size": ctx.world_size}
 
     # --- the training loop -------------------------------------------------------------------------------
@@ -84,10 +86,19 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             learn_s = time.time() - start
             self.current_learning_iteration = it
             stats = self.logger.global_statistics()
-            self.logger.log_iteration(IterationRecord(
-                it, start_it, total_it, collect_s, learn_s, losses, float(self.alg.learning_rate),
-                float(self.alg.get_policy().output_std.detach().mean()), stats,
-            ))
+            self.logger.log_iteration(
+                IterationRecord(
+                    it,
+                    start_it,
+                    total_it,
+                    collect_s,
+                    learn_s,
+                    losses,
+                    float(self.alg.learning_rate),
+                    float(self.alg.get_policy().output_std.detach().mean()),
+                    stats,
+                )
+            )
             saved = it % self.cfg["save_interval"] == 0 and self._save_iteration(it)
             self._maybe_check_replication(it)
             # Every rank must leave at the same iteration, so the request is agreed on collectively.
@@ -120,7 +131,7 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
 
     def _save_iteration(self, it: int) -> bool:
         """``model_<it>.pt`` on the rank that writes; True when this rank wrote it."""
-        if self.logger.writer is None:
+        if self.logger.writer is None or self.logger.log_dir is None:
             return False
         self.save(os.path.join(self.logger.log_dir, f"model_{it}.pt"))
         return True
@@ -135,7 +146,9 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         tensors = self.alg.replication_tensors()
         distributed.check_replication(tensors)
         if self.dist_ctx.is_main:
-            print(f"[robolab] replication check passed: {len(tensors)} tensors identical on {self.gpu_world_size} ranks")
+            print(
+                f"[robolab] replication check passed: {len(tensors)} tensors identical on {self.gpu_world_size} ranks"
+            )
 
     # --- checkpoints ------------------------------------------------------------------------------------
     def _rng_state(self) -> dict:
@@ -156,7 +169,7 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         checkpoint.save_atomic(saved, path)
         self.logger.save_model(path, self.current_learning_iteration)
 
-    def load(self, path: str, load_cfg: dict | None = None, strict: bool = True, map_location=None) -> dict:
+    def load(self, path: str, load_cfg: dict | None = None, strict: bool = True, map_location=None) -> dict | None:
         loaded = checkpoint.load(path, map_location=map_location or self.device)
         if self.alg.load(loaded, load_cfg, strict):
             # model_<it>.pt is the state after iteration it: continue with the next one.

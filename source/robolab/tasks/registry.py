@@ -15,8 +15,12 @@ PREFIX = "RoboLab-"
 
 
 def register_task(
-    task_id: str, env_cfg_entry_point: str, hydra_task: str, description: str,
-    entry_point: str = "robolab.envs:VelocityEnv", extra: dict | None = None,
+    task_id: str,
+    env_cfg_entry_point: str,
+    hydra_task: str,
+    description: str,
+    entry_point: str = "robolab.envs:VelocityEnv",
+    extra: dict | None = None,
 ) -> None:
     """Register ``task_id``; ``extra`` kwargs are for other frameworks (Isaac Lab's agent entry points)."""
     if task_id in gym.registry:
@@ -25,8 +29,12 @@ def register_task(
         id=task_id,
         entry_point=entry_point,
         disable_env_checker=True,
-        kwargs={"env_cfg_entry_point": env_cfg_entry_point, "hydra_task": hydra_task, "description": description,
-                **(extra or {})},
+        kwargs={
+            "env_cfg_entry_point": env_cfg_entry_point,
+            "hydra_task": hydra_task,
+            "description": description,
+            **(extra or {}),
+        },
     )
 
 

@@ -18,7 +18,9 @@ def make_backend(cfg, robot_cfg: RobotCfg, sim_dt: float, num_envs: int, device:
         try:
             from robolab.envs.backends.mjx_backend import MjxBackend
         except ImportError as err:
-            raise ImportError(f"env.backend.name='mjx' needs JAX and MuJoCo MJX ({err}); pip install 'robolab[mjx]'") from None
+            raise ImportError(
+                f"env.backend.name='mjx' needs JAX and MuJoCo MJX ({err}); pip install 'robolab[mjx]'"
+            ) from None
         # MJX has no body-matched contact sensors: the backend computes contact forces from its own data.
         robot = load_robot(robot_cfg, timestep=sim_dt, sensors=False)
         return MjxBackend(robot, num_envs, device, cfg.num_variants)

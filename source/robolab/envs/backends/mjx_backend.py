@@ -15,6 +15,7 @@ this module is merely imported.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -37,10 +38,12 @@ def configure_jax() -> None:
     (compiling the batched step takes tens of seconds), each unless the user chose otherwise."""
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # read when JAX creates its GPU client
     if not os.environ.get("JAX_COMPILATION_CACHE_DIR") and not jax.config.jax_compilation_cache_dir:
-        jax.config.update("jax_compilation_cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "robolab", "jax"))
+        jax.config.update(
+            "jax_compilation_cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "robolab", "jax")
+        )
 
 
-def jax_device_for(device: torch.device) -> jax.Device:
+def jax_device_for(device: torch.device):
     """The JAX device that holds the same memory as torch's ``device``."""
     if device.type == "cpu":
         return jax.devices("cpu")[0]
@@ -123,7 +126,7 @@ class MjxBackend(PhysicsBackend):
             non_finite=zeros(dtype=bool),
         )
         self._views: dict[str, tuple[jax.Array, torch.Tensor]] = {}  # name -> (array, its torch view)
-        self._step_fns: dict[int, object] = {}
+        self._step_fns: dict[int, Callable] = {}
         self._reset_fn = self._on_leaves(_reset)
         self._push_fn = self._on_leaves(_set_base_velocity)
         self._render_data: mujoco.MjData | None = None
@@ -158,7 +161,7 @@ class MjxBackend(PhysicsBackend):
         splits = np.cumsum([len(ids) for ids in groups.values()])[:-1]
 
         def env_step(data, friction, mass, targets):
-            model = mx.tree_replace({"geom_friction": friction, "body_mass": mass})
+            model: mjx.Model = mx.tree_replace({"geom_friction": friction, "body_mass": mass})  # pyright: ignore[reportAssignmentType]
             data = data.replace(ctrl=data.ctrl.at[actuator_ids].set(targets))
 
             def physics_step(d, _):
@@ -172,7 +175,9 @@ class MjxBackend(PhysicsBackend):
             torques = data.qfrc_actuator[dof_adr]
             peak = forces.max(axis=0)
             finite = (
-                jnp.isfinite(data.qpos).all() & jnp.isfinite(data.qvel).all() & jnp.isfinite(peak).all()
+                jnp.isfinite(data.qpos).all()
+                & jnp.isfinite(data.qvel).all()
+                & jnp.isfinite(peak).all()
                 & jnp.isfinite(torques).all()
             )
             by_group = dict(zip(groups, jnp.split(peak, splits)))
@@ -234,7 +239,8 @@ class MjxBackend(PhysicsBackend):
         width = 1 + sum(v.shape[1] for v in values)
         full = torch.zeros(self.num_envs, width, dtype=torch.float32, device=self.device)
         full[env_ids.to(self.device)] = torch.cat(
-            [torch.ones(len(env_ids), 1, device=self.device), *(v.to(self.device, torch.float32) for v in values)], dim=1
+            [torch.ones(len(env_ids), 1, device=self.device), *(v.to(self.device, torch.float32) for v in values)],
+            dim=1,
         )
         return to_jax(full)
 
@@ -312,8 +318,12 @@ def _reset(data: mjx.Data, readings: Readings, rows: jax.Array) -> tuple[mjx.Dat
         return jnp.where(mask.reshape((-1,) + (1,) * (old.ndim - 1)), new, old)
 
     data = data.replace(
-        qpos=pick(qpos, data.qpos), qvel=pick(qvel, data.qvel), time=pick(0.0, data.time),
-        ctrl=pick(0.0, data.ctrl), act=pick(0.0, data.act), qacc_warmstart=pick(0.0, data.qacc_warmstart),
+        qpos=pick(qpos, data.qpos),
+        qvel=pick(qvel, data.qvel),
+        time=pick(0.0, data.time),
+        ctrl=pick(0.0, data.ctrl),
+        act=pick(0.0, data.act),
+        qacc_warmstart=pick(0.0, data.qacc_warmstart),
     )
     return data, jax.tree.map(lambda x: pick(jnp.zeros_like(x), x), readings)
 

@@ -27,7 +27,11 @@ def usable_cores() -> int:
 
 class MujocoBackend(PhysicsBackend):
     def __init__(
-        self, robot: RobotModel, num_envs: int, num_threads: int | None = None, device: str = "cpu",
+        self,
+        robot: RobotModel,
+        num_envs: int,
+        num_threads: int | None = None,
+        device: str = "cpu",
         num_variants: int | None = 64,
     ):
         self.robot = robot
@@ -67,13 +71,23 @@ class MujocoBackend(PhysicsBackend):
             self._ctrl = np.zeros((self.num_envs, decimation, self.robot.model.nu))
         self._ctrl[:, :, self.robot.actuator_ids] = joint_targets.detach().to("cpu", torch.float64).numpy()[:, None]
         self._pool.rollout(
-            self._models, self._datas, self._state, self._ctrl, nstep=decimation,
-            state=self._out_state, sensordata=self._sensor, skip_checks=True,
-            initial_warmstart=None, control_spec=mujoco.mjtState.mjSTATE_CTRL.value, chunk_size=None,
+            self._models,
+            self._datas,
+            self._state,
+            self._ctrl,
+            nstep=decimation,
+            state=self._out_state,
+            sensordata=self._sensor,
+            skip_checks=True,
+            initial_warmstart=None,
+            control_spec=mujoco.mjtState.mjSTATE_CTRL.value,
+            chunk_size=None,
         )
         self._state[:] = self._out_state[:, -1]
         # A row that diverged mid-step stays non-finite (autoreset is off); flag it for the MDP to reset.
-        self._non_finite = ~(np.isfinite(self._state).all(axis=1) & np.isfinite(self._sensor).all(axis=(1, 2)))
+        self._non_finite = np.asarray(
+            ~(np.isfinite(self._state).all(axis=1) & np.isfinite(self._sensor).all(axis=(1, 2)))
+        )
 
     # --- reads ----------------------------------------------------------------------------------------
     def _torch(self, array: np.ndarray) -> torch.Tensor:

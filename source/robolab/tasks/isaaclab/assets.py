@@ -119,7 +119,9 @@ def _export_atomic(stage, path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(description="Write an offline Isaac Lab asset root (robolab's Go2-class robot, ground).")
+    p = argparse.ArgumentParser(
+        description="Write an offline Isaac Lab asset root (robolab's Go2-class robot, ground)."
+    )
     p.add_argument("--root", default=os.path.join(os.path.expanduser("~"), ".cache", "robolab", "isaac_assets"))
     args = p.parse_args(argv)
     for path in write_asset_tree(args.root):

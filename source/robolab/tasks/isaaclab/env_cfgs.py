@@ -28,8 +28,8 @@ from isaaclab_tasks.core.velocity.config.go2.rough_env_cfg import UnitreeGo2Roug
 
 from robolab.amp.features import AMP_TERMS
 from robolab.assets.robot_cfg import RobotCfg
-from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 from robolab.tasks.isaaclab.mdp import body_pos_b
+from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 
 
 def add_privileged_groups(cfg) -> None:

@@ -21,7 +21,7 @@ class RoboLabVecEnv(RslRlVecEnvWrapper):
 
     def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
         obs, rewards, dones, extras = super().step(actions)
-        if "amp" in obs.keys():
+        if "amp" in obs.keys():  # noqa: SIM118 (a TensorDict: `in` alone is not a key lookup)
             # Isaac Lab resets inside step, so a terminated env's pre-reset state is gone: its last AMP pair
             # ends at the reset state (the embedded env hands the true pre-reset state).
             extras["amp_next"] = obs["amp"]

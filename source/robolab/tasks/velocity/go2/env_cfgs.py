@@ -28,8 +28,10 @@ def go2_robot_cfg() -> RobotCfg:
 
 def quadruped_gaits() -> dict[str, list[list[str]]]:
     """A trot moves the diagonal pairs together, a pace the lateral ones (scored per step as ``Gait/<name>_score``)."""
-    return {"trot": [["FL_foot", "RR_foot"], ["FR_foot", "RL_foot"]],
-            "pace": [["FL_foot", "RL_foot"], ["FR_foot", "RR_foot"]]}
+    return {
+        "trot": [["FL_foot", "RR_foot"], ["FR_foot", "RL_foot"]],
+        "pace": [["FL_foot", "RL_foot"], ["FR_foot", "RR_foot"]],
+    }
 
 
 @dataclass
