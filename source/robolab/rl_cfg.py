@@ -161,23 +161,22 @@ class RunnerCfg:
     check_for_nan: bool = True
     obs_groups: dict[str, list[str]] = field(default_factory=dict)
     algorithm: Any = None
+    actor: dict[str, Any] = field(default_factory=lambda: _mlp([512, 256, 128], init_std=1.0))
+    """PPO's policy. Every runner accepts it, so a task states its network sizes once whichever runner trains it
+    (a distillation run ignores ``actor`` and ``critic``)."""
+    critic: dict[str, Any] = field(default_factory=lambda: _mlp([512, 256, 128], init_std=None))
 
     def __post_init__(self) -> None:
         for key in ("num_steps_per_env", "max_iterations", "save_interval"):
             _require(key, getattr(self, key), getattr(self, key) >= 1, "must be an integer >= 1")
         _require("experiment_name", self.experiment_name, bool(self.experiment_name), "must not be empty")
+        _check_model("actor", self.actor)
+        _check_model("critic", self.critic)
 
 
 @dataclass
 class OnPolicyRunnerCfg(RunnerCfg):
     obs_groups: dict[str, list[str]] = field(default_factory=lambda: {"actor": ["policy"], "critic": ["critic"]})
-    actor: dict[str, Any] = field(default_factory=lambda: _mlp([512, 256, 128], init_std=1.0))
-    critic: dict[str, Any] = field(default_factory=lambda: _mlp([512, 256, 128], init_std=None))
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_model("actor", self.actor)
-        _check_model("critic", self.critic)
 
 
 @dataclass
