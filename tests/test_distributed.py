@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -136,8 +137,10 @@ def test_replication_check_names_the_diverging_tensor():
 
 
 # --- bad launches end every rank quickly -------------------------------------------------------------------
-def launch_by_hand(ranks: list[dict], args_per_rank: list[list[str]], cwd: Path) -> list[subprocess.Popen]:
-    port = str(free_port())
+def launch_by_hand(
+    ranks: list[dict], args_per_rank: list[list[str]], cwd: Path, port: int | None = None
+) -> list[subprocess.Popen]:
+    port = str(port or free_port())
     procs = []
     for variables, args in zip(ranks, args_per_rank):
         env = clean_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, **variables)
@@ -171,6 +174,33 @@ def test_config_mismatch_between_ranks_fails_on_every_rank_naming_the_key(tmp_pa
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 2, err[-2000:]
         assert "config differs between ranks at: agent.algorithm.learning_rate" in err
+    assert not Path(log_root).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("occupant", ["listener", "silent_peer"])
+def test_rendezvous_failure_ends_every_rank_within_the_timeout(tmp_path, occupant):
+    """The rendezvous port taken by another process (rank 0 cannot bind it; rank 1 dials the stranger), or a
+    peer that never comes: every rank exits with one line within distributed.timeout_s, never hangs."""
+    log_root = str(tmp_path / "logs")
+    args = dist_train_args(log_root, iterations=1) + ["distributed.timeout_s=8"]
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen(8)  # accepts connections and never answers: not a c10d store
+        port = squatter.getsockname()[1]
+        if occupant == "listener":
+            procs = launch_by_hand([torchrun_vars(0), torchrun_vars(1)], [args, args], tmp_path, port=port)
+        else:  # only rank 1 starts; the address belongs to no store at all
+            squatter.close()
+            procs = launch_by_hand([torchrun_vars(1)], [args], tmp_path, port=port)
+        start = time.time()
+        outs = [p.communicate(timeout=120) for p in procs]
+    elapsed = time.time() - start
+    assert elapsed < 8 + 30, f"ranks took {elapsed:.0f} s to give up"
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 2, err[-2000:]
+        lines = [line for line in err.strip().splitlines() if line.startswith("error:")]
+        assert len(lines) == 1 and "rendezvous" in lines[0] and str(port) in lines[0], err[-2000:]
     assert not Path(log_root).exists()
 
 

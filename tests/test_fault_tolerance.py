@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -97,3 +98,41 @@ def test_killed_worker_is_restarted_and_training_resumes_in_the_same_run(tmp_pat
     for model in run_dir.glob("model_*.pt"):  # every checkpoint on disk is complete
         assert checkpoint.load(str(model))["iter"] == checkpoint.checkpoint_iteration(str(model))
     assert (run_dir / f"model_{FINAL - 1}.pt").exists()
+
+
+CHAOS_TRIALS = int(os.environ.get("ROBOLAB_CHAOS_TRIALS", "2"))  # README: ROBOLAB_CHAOS_TRIALS=10 for the full run
+CHAOS_FINAL = 30
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trial", range(CHAOS_TRIALS))
+def test_a_rank_killed_at_a_random_time_never_loses_the_run(tmp_path, trial):
+    """SIGKILL to a random rank at a random time (start-up, training, a checkpoint write, the end): the job still
+    ends at its planned iteration, with every checkpoint loadable and one summary."""
+    rng = random.Random(4242 + trial)
+    victim, delay = rng.randrange(2), rng.uniform(0.5, 7.0)  # the job takes about 8 s undisturbed
+    log_root = tmp_path / "logs"
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--max-restarts=3",
+        TRAIN, "--distributed", "--device", "cpu", *TINY, "--max_iterations", str(CHAOS_FINAL),
+        "--log_root", str(log_root), "--run_name", "chaos", "--resume", "auto",
+    ]  # fmt: skip
+    job = subprocess.Popen(cmd, env=clean_env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline, pid = time.time() + delay, None
+    while job.poll() is None:  # kill the victim at the first moment after the delay that it exists
+        pid = worker_pids(job.pid).get(victim) if time.time() >= deadline else None
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            break
+        time.sleep(0.05)
+    output, _ = job.communicate(timeout=300)
+    assert job.returncode == 0, f"trial {trial} (rank {victim} killed after {delay:.1f} s): {output[-4000:]}"
+    summaries = list(log_root.rglob("summary.json"))
+    assert len(summaries) == 1, summaries
+    summary = json.loads(summaries[0].read_text())
+    assert summary["iterations"] == CHAOS_FINAL and summary["world_size"] == 2
+    models = list(log_root.rglob("model_*.pt"))
+    assert models and (summaries[0].parent / f"model_{CHAOS_FINAL - 1}.pt").exists()
+    for model in models:
+        assert checkpoint.load(str(model))["iter"] == checkpoint.checkpoint_iteration(str(model))
+    print(f"trial {trial}: rank {victim} {'killed' if pid else 'not killed (the job had ended)'} after {delay:.1f} s")

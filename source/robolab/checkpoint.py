@@ -1,4 +1,4 @@
-"""Checkpoint files: atomic writes, safe loads, and finding what to resume from."""
+"""Checkpoint files: atomic writes, safe loads, their identity, and finding what to resume from."""
 
 from __future__ import annotations
 
@@ -13,6 +13,16 @@ import torch
 CHECKPOINT_PATTERN = re.compile(r"^model_(\d+)\.pt$")
 
 
+class CheckpointError(ValueError):
+    """A file that is not a usable checkpoint, or one of another run's kind; the message names it and why."""
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str, write: Callable[[IO], None], binary: bool = True) -> None:
     """Write a file so that ``path`` is either the old file or the complete new one.
 
@@ -23,6 +33,9 @@ def atomic_write(path: str, write: Callable[[IO], None], binary: bool = True) ->
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
+        # mkstemp creates the file 0600; the result should be readable as any file this process writes (teammates,
+        # a TensorBoard server), so it gets the mode open() would give it under the process umask.
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb" if binary else "w") as f:
             write(f)
             f.flush()
@@ -40,10 +53,48 @@ def save_atomic(obj: Any, path: str) -> None:
 
 
 def load(path: str, map_location: str | torch.device | None = None) -> dict:
-    """Load a checkpoint with ``weights_only=True``: tensors and plain containers only, no pickled code."""
+    """Load a checkpoint with ``weights_only=True``: tensors and plain containers only, no pickled code.
+
+    A truncated file, a file of another format or a pickle with code in it is a ``CheckpointError`` naming the file.
+    """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"checkpoint {path!r}: no such file")
-    return torch.load(path, map_location=map_location, weights_only=True)
+    try:
+        loaded = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as err:  # zip, unpickling and EOF errors alike
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(
+            f"checkpoint {path!r} is not a readable checkpoint (truncated, another format, or unsafe pickled code): "
+            f"{reason[:200]}"
+        ) from None
+    if not isinstance(loaded, dict):
+        raise CheckpointError(f"checkpoint {path!r} holds a {type(loaded).__name__}, not a checkpoint dict")
+    return loaded
+
+
+def check_identity(path: str, saved: dict | None, expected: dict, role: str = "checkpoint") -> None:
+    """Refuse ``path`` when its saved identity differs from ``expected`` in any key both have, naming what differs.
+
+    An identity (``OnPolicyRunner.identity``) names the task, runner, algorithm and the shapes of the observation
+    groups and of every model tensor. Checkpoints written before robolab saved one are checked by their tensor
+    shapes only, when they are loaded.
+    """
+    if saved is None:
+        return
+    differences = [d for key in expected if key in saved for d in _differences(key, saved[key], expected[key])]
+    if differences:
+        shown = "; ".join(differences[:4]) + (f"; +{len(differences) - 4} more" if len(differences) > 4 else "")
+        raise CheckpointError(f"{role} {path!r} is of another kind of run: {shown}")
+
+
+def _differences(key: str, saved: Any, expected: Any) -> list[str]:
+    if isinstance(saved, dict) and isinstance(expected, dict):
+        return [
+            d
+            for sub in sorted(set(saved) | set(expected), key=str)
+            for d in _differences(f"{key}.{sub}", saved.get(sub, "<none>"), expected.get(sub, "<none>"))
+        ]
+    return [] if saved == expected else [f"{key} is {saved!r} in the file, {expected!r} here"]
 
 
 def checkpoint_iteration(path: str) -> int:

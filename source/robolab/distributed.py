@@ -9,9 +9,12 @@ merging, scalar reduction, config and replication checks). Other modules never i
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import os
+import sys
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -166,16 +169,49 @@ def initialize(ctx: DistributedContext, device: str, backend: str | None = None,
     if device.startswith("cuda"):
         torch.cuda.set_device(device)
     timeout = datetime.timedelta(seconds=timeout_s)
-    store = _restart_safe_store(ctx, timeout)
-    dist.init_process_group(
-        backend=backend,
-        init_method=None if store is not None else "env://",
-        store=store,
-        rank=ctx.rank,
-        world_size=ctx.world_size,
-        timeout=timeout,
-        device_id=torch.device(device) if backend == "nccl" else None,
+    address = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+    # The rendezvous can wait past its own timeout (a port held by a process that is not a c10d store), so a
+    # deadline of our own ends the process with one line; nothing has been written at this point.
+    hang = (
+        f"rendezvous at {address}: no process group after {timeout_s:g} s (port taken by another process, "
+        "unreachable address, or a rank that never started; distributed.timeout_s)"
     )
+    with _deadline(timeout_s + RENDEZVOUS_GRACE_S, hang):
+        try:
+            store = _restart_safe_store(ctx, timeout)
+            dist.init_process_group(
+                backend=backend,
+                init_method=None if store is not None else "env://",
+                store=store,
+                rank=ctx.rank,
+                world_size=ctx.world_size,
+                timeout=timeout,
+                device_id=torch.device(device) if backend == "nccl" else None,
+            )
+        except (RuntimeError, ValueError) as err:  # DistNetworkError (port in use), DistStoreError (timeout)
+            detail = " ".join(str(err).split())[:300] or type(err).__name__
+            raise DistributedConfigError(f"rendezvous at {address} failed: {detail}") from None
+
+
+RENDEZVOUS_GRACE_S = 2.0
+"""Beyond ``distributed.timeout_s``, how long the rendezvous may take before the process is ended."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float, message: str):
+    """End the process with ``error: <message>`` (exit 2) if the block has not finished after ``seconds``."""
+
+    def abort() -> None:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+        os._exit(2)
+
+    timer = threading.Timer(seconds, abort)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _restart_safe_store(ctx: DistributedContext, timeout: datetime.timedelta):
@@ -359,5 +395,5 @@ def run_on_main(fn, *args, **kwargs):
     status, payload = broadcast_object(outcome)
     if status == "error":
         err_type, message = payload
-        raise err_type(message) if issubclass(err_type, (ValueError, FileNotFoundError)) else RuntimeError(message)
+        raise err_type(message) if issubclass(err_type, (ValueError, OSError)) else RuntimeError(message)
     return payload

@@ -6,6 +6,8 @@ import os
 
 import torch
 
+from robolab import checkpoint
+
 # Evaluation conditions: no observation noise and no pushes, one full episode per env.
 EVAL_OVERRIDES = ["env.noise.enabled=false", "env.events.push_interval_s=[1e9,1e9]"]
 # Isaac Lab tasks: Isaac Lab's own play settings (no observation noise, no pushes).
@@ -85,3 +87,23 @@ def record_video(env, policy, path: str, frames: int) -> str:
             writer.append_data(renderer.render())
     renderer.close()
     return path
+
+
+def export_policy(runner, export_dir: str) -> list[str]:
+    """``policy.onnx`` (one self-contained file: rsl_rl's export may leave the weights in a ``.data`` sidecar,
+    which a copy of the ``.onnx`` alone would lose) and ``policy.pt`` (TorchScript) in ``export_dir``."""
+    import onnx
+
+    onnx_path, jit_path = os.path.join(export_dir, "policy.onnx"), os.path.join(export_dir, "policy.pt")
+    runner.export_policy_to_onnx(export_dir, "policy.onnx")
+    model = onnx.load(onnx_path)  # reads any external data beside it
+
+    def write(f) -> None:
+        f.write(model.SerializeToString())
+
+    checkpoint.atomic_write(onnx_path, write)
+    sidecar = onnx_path + ".data"
+    if os.path.exists(sidecar):
+        os.remove(sidecar)
+    runner.export_policy_to_jit(export_dir, "policy.pt")
+    return [onnx_path, jit_path]

@@ -11,6 +11,7 @@ arguments of whatever rsl_rl model class ``class_name`` names (MLP, RNN, CNN), w
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ def _require(key: str, value: Any, ok: bool, allowed: str) -> None:
 
 def _positive(key: str, value: float) -> None:
     what = "a learning rate" if key.endswith("learning_rate") else "it"
-    _require(key, value, value > 0, f"{what} must be > 0")
+    _require(key, value, math.isfinite(value) and value > 0, f"{what} must be a finite number > 0")
 
 
 def _mlp(hidden_dims: list[int], init_std: float | None) -> dict[str, Any]:
@@ -83,7 +84,7 @@ class PpoCfg:
             _positive(f"algorithm.{key}", getattr(self, key))
         for key in ("gamma", "lam"):
             value = getattr(self, key)
-            _require(f"algorithm.{key}", value, 0 <= value <= 1, "must be in [0, 1]")
+            _require(f"algorithm.{key}", value, 0 <= value <= 1, "must be in [0, 1]")  # (NaN is not)
         _require(
             "algorithm.schedule", self.schedule, self.schedule in ("adaptive", "fixed"), "allowed: adaptive, fixed"
         )

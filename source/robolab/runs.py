@@ -14,14 +14,25 @@ from robolab import checkpoint
 
 @dataclass
 class RunPlan:
-    """Where this run writes and what it resumes from; decided on rank 0 and broadcast."""
+    """Where this run writes and what it resumes from; decided on rank 0 and broadcast.
 
-    run_dir: str
+    A new run's directory is only named here (``experiment_dir``, ``run_name``); ``create_run_dir`` makes it once
+    everything else has been validated and loaded, so a failed start leaves no trace on disk.
+    """
+
+    run_dir: str | None
     resume_checkpoint: str | None
+    experiment_dir: str = ""
+    run_name: str = ""
+
+
+def create_run_dir(plan: RunPlan) -> str:
+    """The run directory of ``plan``: the resumed one, or a new one created now. Runs on rank 0 only."""
+    return plan.run_dir if plan.run_dir is not None else new_run_dir(plan.experiment_dir, plan.run_name)
 
 
 def plan_run(log_root: str, experiment: str, run_name: str, resume: str | None) -> RunPlan:
-    """Pick the run directory: a new timestamped one, or the one being resumed. Runs on rank 0 only.
+    """Pick the run directory: the one being resumed, or a new timestamped one (named, not created). Rank 0 only.
 
     ``latest`` and ``auto`` take the newest run of the experiment that holds a checkpoint (of those named
     ``*_<run_name>`` when a run name is set, so a restarted job finds its own run); ``auto`` starts a new run
@@ -42,7 +53,7 @@ def plan_run(log_root: str, experiment: str, run_name: str, resume: str | None) 
         if found is None:
             raise FileNotFoundError(f"--resume={resume!r}: not a checkpoint file nor a run directory with one")
         return RunPlan(os.path.abspath(resume), found)
-    return RunPlan(new_run_dir(experiment_dir, run_name), None)
+    return RunPlan(None, None, experiment_dir, run_name)
 
 
 def new_run_dir(experiment_dir: str, run_name: str) -> str:
@@ -94,6 +105,17 @@ class ConsoleLog:
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
+
+
+def saved_params(run_dir: str) -> tuple[dict | None, dict | None]:
+    """(env, agent) configs a run saved in ``params/``, as plain dicts; None where a file is missing."""
+    from omegaconf import OmegaConf
+
+    found = []
+    for name in ("env.yaml", "agent.yaml"):
+        path = os.path.join(run_dir, "params", name)
+        found.append(OmegaConf.to_container(OmegaConf.load(path)) if os.path.isfile(path) else None)
+    return found[0], found[1]
 
 
 def write_text_atomic(path: str, text: str) -> None:

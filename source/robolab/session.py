@@ -14,6 +14,7 @@ The ``cli`` modules only parse arguments and print.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -24,7 +25,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from robolab import distributed, runs, tasks
 from robolab.config import ConfigError, agent_dict, build_env_cfg, compose, to_yaml
@@ -126,15 +127,16 @@ def _plain(node: DictConfig) -> dict:
     return plain
 
 
-def build_runner(env, agent: dict, job: Job, log_dir: str | None = None):
-    """The runner class ``agent["runner_class_name"]`` names, on this rank."""
+def build_runner(env, agent: dict, job: Job, task: str | None = None):
+    """The runner class ``agent["runner_class_name"]`` names, on this rank (no log directory yet)."""
     return resolve_callable(agent["runner_class_name"])(
         env,
         agent,
-        log_dir=log_dir,
+        log_dir=None,
         device=job.device,
         dist_ctx=job.ctx,
         check_replication_every=int(job.cfg.distributed.check_replication_every),
+        task_id=task,
     )
 
 
@@ -175,7 +177,8 @@ class TrainingSession:
 
 
 def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSession:
-    """Validate, join the process group, build env and runner, and load the resume checkpoint or teacher."""
+    """Validate, join the process group, build env and runner, load the resume checkpoint or teacher, and only then
+    create the run directory and write into it: a start that fails leaves the file system as it was."""
     job = join(options.task, options.overrides() + overrides, options.device, options.distributed)
     ctx = job.ctx
     seed_everything(job.seed)
@@ -185,7 +188,7 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
         if "teacher_checkpoint" not in agent:
             raise ConfigError("--teacher_checkpoint: only distillation runs load a teacher (runner=distillation)")
         agent["teacher_checkpoint"] = options.teacher_checkpoint
-    env_cfg = env_config(options.task, job)  # config errors before any run directory exists
+    env_cfg = env_config(options.task, job)
     plan = distributed.run_on_main(
         runs.plan_run, options.log_root, agent["experiment_name"], agent["run_name"], options.resume
     )
@@ -194,27 +197,45 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
         f"[robolab] rank {ctx.rank}/{ctx.world_size} (local rank {ctx.local_rank}, launcher {ctx.launcher}): "
         f"device {job.device}, seed {job.seed}, {num_envs} envs"
     )
-
     closer = contextlib.ExitStack()
-    env, env_params = open_env(options.task, env_cfg, job, closer)
-    runner = build_runner(env, agent, job, log_dir=plan.run_dir if ctx.is_main else None)
-    runner.add_git_repo_to_log(__file__)  # the git state of robolab's checkout, beside rsl_rl's
-    if ctx.is_main:
-        console = runs.ConsoleLog(os.path.join(plan.run_dir, "console.log"), sys.stdout)
-        sys.stdout = console
-        closer.callback(_restore_stdout, console)
-        runs.write_text_atomic(os.path.join(plan.run_dir, "params", "env.yaml"), to_yaml(env_params))
-        runs.write_text_atomic(os.path.join(plan.run_dir, "params", "agent.yaml"), to_yaml(agent))
-        print(f"[robolab] run directory: {plan.run_dir}")
-    if plan.resume_checkpoint:
-        runner.load(plan.resume_checkpoint, map_location=job.device)
-        print(
-            f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} "
-            f"at iteration {runner.current_learning_iteration}"
-        )
-    elif "teacher_checkpoint" in agent:
-        runner.load_teacher(distributed.run_on_main(runs.find_teacher, agent, options.log_root))
+    with _close_on_error(closer):
+        env, env_params = open_env(options.task, env_cfg, job, closer)
+        runner = build_runner(env, agent, job, options.task)
+        if plan.resume_checkpoint:
+            runner.load(plan.resume_checkpoint, map_location=job.device)
+            print(
+                f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} "
+                f"at iteration {runner.current_learning_iteration}"
+            )
+        elif "teacher_checkpoint" in agent:
+            runner.load_teacher(distributed.run_on_main(runs.find_teacher, agent, options.log_root))
+        # Everything is validated and loaded: from here on the run writes.
+        plan = dataclasses.replace(plan, run_dir=distributed.run_on_main(runs.create_run_dir, plan))
+        assert plan.run_dir is not None
+        if ctx.is_main:
+            runner.logger.set_log_dir(plan.run_dir)
+            runner.add_git_repo_to_log(__file__)  # the git state of robolab's checkout, beside rsl_rl's
+            _write_run_files(plan.run_dir, env_params, agent, closer)
     return TrainingSession(options.task, ctx, plan, env, runner, int(agent["max_iterations"]), closer)
+
+
+@contextlib.contextmanager
+def _close_on_error(closer: contextlib.ExitStack):
+    try:
+        yield
+    except BaseException:
+        closer.close()
+        raise
+
+
+def _write_run_files(run_dir: str, env_params, agent: dict, closer: contextlib.ExitStack) -> None:
+    """Rank 0's copy of the console, ``params/env.yaml`` and ``params/agent.yaml``."""
+    console = runs.ConsoleLog(os.path.join(run_dir, "console.log"), sys.stdout)
+    sys.stdout = console
+    closer.callback(_restore_stdout, console)
+    runs.write_text_atomic(os.path.join(run_dir, "params", "env.yaml"), to_yaml(env_params))
+    runs.write_text_atomic(os.path.join(run_dir, "params", "agent.yaml"), to_yaml(agent))
+    print(f"[robolab] run directory: {run_dir}")
 
 
 def _restore_stdout(console: runs.ConsoleLog) -> None:
@@ -241,7 +262,7 @@ def run_training(session: TrainingSession) -> dict:
         )
     result = summary(runner, session.task_id, ctx, time.time() - start, start_it)
     result["stopped_early"] = runner.stopped_early
-    if ctx.is_main:
+    if ctx.is_main and session.plan.run_dir is not None:
         runs.write_text_atomic(os.path.join(session.plan.run_dir, "summary.json"), json.dumps(result, indent=2) + "\n")
         print(f"[robolab] summary: {json.dumps(result)}")
     return result
@@ -287,6 +308,8 @@ def summary(runner, task_id: str, ctx: DistributedContext, wall_s: float, start_
         ),
         "fall_rate": latest.get("Metrics/fall_rate"),
         "non_finite_resets": latest.get("Metrics/non_finite_total"),
+        "diverged_resets": latest.get("Metrics/diverged_total"),
+        "latest_losses": {k: round(float(v), 6) for k, v in runner.logger.latest_losses.items()},
         "latest_logged": {k: round(v, 6) for k, v in sorted(latest.items())},  # every statistic, last global value
     }
 
@@ -303,14 +326,32 @@ class PolicySession:
 
 
 def prepare_policy(task: str, overrides: list[str], device: str, find_checkpoint) -> PolicySession:
-    """One process: the task's env with ``overrides`` and the runner of ``find_checkpoint(agent)``'s run, loaded."""
+    """One process: the runner of ``find_checkpoint(agent)``'s run, loaded, in the task's env.
+
+    The policy is built from the run's saved ``params/agent.yaml`` (network sizes, observation groups), and the
+    embedded env from its ``params/env.yaml`` (observation history, commands, robot), so a run trained with
+    non-default settings plays without repeating them; ``overrides`` apply on top of both. Machine-specific env
+    settings (env count, seed, device, physics backend) are not taken from the run.
+    """
     job = join(task, overrides, device, distributed_run=False)
+    ckpt = find_checkpoint(agent_dict(job.cfg))
+    saved_env, saved_agent = runs.saved_params(os.path.dirname(os.path.abspath(ckpt)))
+    if saved_env is not None and not tasks.is_isaaclab_task(task):
+        for key in ("num_envs", "seed", "device", "backend"):
+            saved_env.pop(key, None)
+        with open_dict(job.cfg):
+            job.cfg.env = OmegaConf.merge(OmegaConf.create(saved_env), job.cfg.env)
     agent = agent_dict(job.cfg)
-    ckpt = find_checkpoint(agent)
+    if saved_agent is not None:
+        given = OmegaConf.from_dotlist([o for o in overrides if o.startswith("agent.")]).get("agent", {})
+        merged = OmegaConf.to_container(OmegaConf.merge(OmegaConf.create(saved_agent), given), resolve=True)
+        assert isinstance(merged, dict)
+        agent = merged
     closer = contextlib.ExitStack()
-    env, _ = open_env(task, env_config(task, job), job, closer)
-    runner = build_runner(env, agent, job)
-    runner.load(ckpt, map_location=job.device)
+    with _close_on_error(closer):
+        env, _ = open_env(task, env_config(task, job), job, closer)
+        runner = build_runner(env, agent, job, task)
+        runner.load(ckpt, map_location=job.device)
     return PolicySession(env, runner, ckpt, closer)
 
 

@@ -23,6 +23,7 @@ returns the AMP state at ``t`` and ``t + dt`` with linear interpolation between 
 from __future__ import annotations
 
 import os
+import zipfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,6 +79,8 @@ def read_arrays(path: str) -> dict[str, np.ndarray]:
     """The named arrays of a clip file, unvalidated."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"motion file {path!r}: no such file")
+    if not zipfile.is_zipfile(path):  # np.load would call a text file "pickled data"
+        raise MotionFormatError(f"motion file {path!r} is not an .npz archive (numpy.savez writes one)")
     try:
         return dict(np.load(path, allow_pickle=False))
     except Exception as err:  # zip, pickle and format errors alike
@@ -91,9 +94,21 @@ def clip_from_arrays(
     missing = [f for f in REQUIRED if f not in data]
     if missing:
         raise MotionFormatError(f"motion file {path!r}: missing fields {missing} (required: {list(REQUIRED)})")
+    if np.shape(data["fps"]) != () or not np.issubdtype(np.asarray(data["fps"]).dtype, np.number):
+        shown = np.array2string(np.asarray(data["fps"]), threshold=4)
+        raise MotionFormatError(f"motion file {path!r}: fps must be one number (frames per second), got {shown}")
     fps = float(data["fps"])
     if not np.isfinite(fps) or fps <= 0:
         raise MotionFormatError(f"motion file {path!r}: fps={fps} must be a positive frame rate")
+    for names in ("joint_names", "foot_names"):
+        if np.ndim(data[names]) != 1:
+            raise MotionFormatError(
+                f"motion file {path!r}: {names} must be a list of names, got shape {np.shape(data[names])}"
+            )
+    if np.ndim(data["joint_pos"]) != 2:
+        raise MotionFormatError(
+            f"motion file {path!r}: joint_pos has shape {np.shape(data['joint_pos'])}, expected (frames, joints)"
+        )
     t = data["joint_pos"].shape[0]
     expected = {
         "joint_pos": (t, len(data["joint_names"])),
@@ -105,6 +120,8 @@ def clip_from_arrays(
     for field, shape in expected.items():
         if data[field].shape != shape:
             raise MotionFormatError(f"motion file {path!r}: {field} has shape {data[field].shape}, expected {shape}")
+        if not np.issubdtype(data[field].dtype, np.number):
+            raise MotionFormatError(f"motion file {path!r}: {field} holds {data[field].dtype} values, expected numbers")
         if not np.isfinite(data[field]).all():
             raise MotionFormatError(f"motion file {path!r}: {field} holds non-finite values")
     if t < 2:

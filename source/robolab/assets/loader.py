@@ -37,7 +37,7 @@ class RobotModel:
     foot_body_ids: np.ndarray  # body ids of the same groups, for backends that compute contacts themselves
     undesired_body_ids: np.ndarray
     termination_body_ids: np.ndarray
-    joint_limits: np.ndarray  # (joints, 2)
+    joint_limits: np.ndarray  # (joints, 2); -inf, inf for a joint without limits
 
 
 def load_robot(cfg: RobotCfg, timestep: float = 0.005, sensors: bool = True) -> RobotModel:
@@ -84,8 +84,9 @@ def _load_spec(cfg: RobotCfg) -> mujoco.MjSpec:
     try:
         spec = mujoco.MjSpec.from_file(path)
     except Exception as err:  # mujoco raises ValueError for XML and schema errors alike
-        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ValueError(f"robot.mjcf_path={cfg.mjcf_path!r} is not a valid MJCF file: {first_line}") from None
+        # MuJoCo's message spans lines ("XML parse error 15:" then what and where): keep them all, on one line.
+        detail = "; ".join(line.strip() for line in str(err).strip().splitlines() if line.strip()) or type(err).__name__
+        raise ValueError(f"robot.mjcf_path={cfg.mjcf_path!r} is not a valid MJCF file: {detail}") from None
     if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.worldbody.geoms):
         spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
     return spec
@@ -184,7 +185,9 @@ def _index(
         foot_body_ids=body_ids(cfg.foot_bodies),
         undesired_body_ids=body_ids(cfg.undesired_contact_bodies),
         termination_body_ids=body_ids(cfg.termination_contact_bodies),
-        joint_limits=np.array([model.jnt_range[j] for j in jids]),
+        joint_limits=np.array(
+            [model.jnt_range[j] if model.jnt_limited[j] else (-np.inf, np.inf) for j in jids], dtype=np.float64
+        ),
     )
 
 

@@ -9,6 +9,8 @@ import sys
 
 from robolab import distributed
 from robolab.benchmarking import benchmark, scaling
+from robolab.cli import one_line_errors
+from robolab.runs import write_text_atomic
 from robolab.session import DEFAULT_TASK
 
 
@@ -26,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(argv: list[str] | None = None) -> None:
     args, overrides = build_parser().parse_known_args(argv)
     result = scaling(args, overrides) if args.scaling else benchmark(args, overrides)
     result.setdefault("command", " ".join(sys.argv))
@@ -34,11 +36,11 @@ def main(argv: list[str] | None = None) -> int:
         text = json.dumps(result, indent=2)
         print(text)
         if args.output:
-            os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-            with open(args.output, "w") as f:
-                f.write(text + "\n")
-    distributed.shutdown()
-    return 0
+            write_text_atomic(os.path.abspath(args.output), text + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return one_line_errors(lambda: run(argv))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import os
 import sys
 
 from robolab import checkpoint, evaluation, tasks
+from robolab.cli import one_line_errors
 from robolab.config import ConfigError
 from robolab.session import DEFAULT_LOG_ROOT, DEFAULT_TASK, prepare_policy
 
@@ -69,10 +70,7 @@ def play(argv: list[str] | None = None) -> dict:
         run_dir = os.path.dirname(os.path.abspath(session.checkpoint))
         result: dict = {"checkpoint": os.path.abspath(session.checkpoint)}
         if not args.no_export:
-            export_dir = os.path.join(run_dir, "exported")
-            runner.export_policy_to_onnx(export_dir, "policy.onnx")
-            runner.export_policy_to_jit(export_dir, "policy.pt")
-            result["exported"] = [os.path.join(export_dir, "policy.onnx"), os.path.join(export_dir, "policy.pt")]
+            result["exported"] = evaluation.export_policy(runner, os.path.join(run_dir, "exported"))
         result.update(evaluation.evaluate(env, policy, args.steps or int(env.max_episode_length)))
         if args.video:
             video = os.path.join(run_dir, "videos", "play.mp4")
@@ -82,12 +80,8 @@ def play(argv: list[str] | None = None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        play(argv)
-    except (ConfigError, FileNotFoundError, ValueError, RuntimeError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    # RuntimeError too: a missing OpenGL backend for --video is reported that way (evaluation.check_renderer).
+    return one_line_errors(lambda: play(argv), extra=(RuntimeError,))
 
 
 if __name__ == "__main__":

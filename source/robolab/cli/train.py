@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from robolab import distributed, tasks
-from robolab.config import ConfigError
+from robolab import tasks
+from robolab.cli import one_line_errors
 from robolab.session import DEFAULT_LOG_ROOT, DEFAULT_TASK, TrainOptions, prepare_training, run_training
 
 
@@ -77,14 +77,7 @@ def train(argv: list[str] | None = None) -> dict | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        train(argv)
-    except (ConfigError, distributed.DistributedConfigError, FileNotFoundError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        distributed.shutdown()
-        return 2
-    distributed.shutdown()
-    return 0
+    return one_line_errors(lambda: train(argv))
 
 
 if __name__ == "__main__":

@@ -11,9 +11,38 @@ from robolab.amp.features import amp_features, check_terms
 from robolab.envs import mdp
 from robolab.envs.backends import make_backend
 from robolab.envs.math import heading, quat_rotate, wrap_to_pi, yaw_quat
-from robolab.envs.velocity_env_cfg import VelocityEnvCfg
+from robolab.envs.velocity_env_cfg import VelocityEnvCfg, check_ranges
 from robolab.envs.velocity_terms import POLICY_TERMS, PRIVILEGED_TERMS, REWARD_TERMS, GaitScores
 from robolab.rsl_rl_api import VecEnv
+
+
+class PhysicsDivergedError(ValueError):
+    """Most envs diverge: a physics setting that cannot work. The message names the likely settings."""
+
+
+def likely_culprits(cfg: VelocityEnvCfg) -> str:
+    """The physics settings of ``cfg`` that differ from its task's defaults, the usual cause of divergence."""
+    default = type(cfg)()
+    keys = (
+        "sim_dt",
+        "decimation",
+        "action_scale",
+        "robot.mjcf_path",
+        "robot.stiffness",
+        "robot.damping",
+        "robot.torque_limits",
+        "backend.name",
+    )
+    changed = []
+    for key in keys:
+        ours, theirs = cfg, default
+        for part in key.split("."):
+            ours, theirs = getattr(ours, part), getattr(theirs, part)
+        if ours != theirs:
+            changed.append(f"env.{key}={ours} (the task's default is {theirs})")
+    if not changed:
+        return "no physics setting differs from the task's defaults: check the robot model and its solver options"
+    return "likely " + "; ".join(changed)
 
 
 class VelocityEnv(VecEnv):
@@ -26,9 +55,10 @@ class VelocityEnv(VecEnv):
             check_terms(cfg.amp_terms)
         if cfg.policy_history < 1:
             raise ValueError(f"env.policy_history={cfg.policy_history}: must be >= 1")
-        if cfg.decimation <= 0 or cfg.sim_dt <= 0:
+        check_ranges(cfg)
+        if cfg.decimation <= 0 or not (math.isfinite(cfg.sim_dt) and cfg.sim_dt > 0):
             raise ValueError(f"env.decimation={cfg.decimation}, env.sim_dt={cfg.sim_dt}: both must be positive")
-        self.cfg = cfg
+        self.cfg: VelocityEnvCfg = cfg
         self.num_envs = cfg.num_envs
         self.device = torch.device(cfg.device)
         self.step_dt = cfg.step_dt
@@ -77,24 +107,27 @@ class VelocityEnv(VecEnv):
         non_finite = self.backend.non_finite
         self.prev_joint_vel = self.state.joint_vel
         self._refresh_state()
+        # Diverged: non-finite, or finite but beyond any physical bound. Such an env is reset below, and its
+        # state of this step reaches neither the rewards, the observations nor the AMP transitions.
+        diverged = non_finite | self._out_of_bounds()
         self.episode_length_buf += 1
         self._update_commands()
         self.foot_contact = self.backend.contact_forces("foot") > self.cfg.terminations.contact_force_threshold
         self.first_contact = self._update_air_time(self.foot_contact)
 
-        fell = self._fell() | non_finite
+        fell = self._fell() | diverged
         time_out = self.episode_length_buf >= self.max_episode_length
-        rewards = self._compute_rewards().masked_fill(non_finite, 0.0)
-        self._track_metrics(non_finite)
+        rewards = self._compute_rewards(diverged)
+        self._track_metrics(non_finite, diverged)
         self.episode_gait += self.gait_scores(self.foot_contact)
 
         dones = fell | time_out
         extras = {"time_outs": time_out & ~fell, "log": {}}
         if self.cfg.amp_terms:  # the state each env reached, before any reset below replaces it
-            extras["amp_next"] = self._amp_state()
+            extras["amp_next"] = self._amp_state().masked_fill(diverged[:, None], 0.0)
         done_ids = dones.nonzero(as_tuple=False).squeeze(-1)
         if len(done_ids) > 0:
-            self._log_episodes(extras["log"], done_ids, fell, non_finite)
+            self._log_episodes(extras["log"], done_ids, fell, non_finite, diverged)
             self._reset_envs(done_ids)
             self._refresh_state()
         self._apply_pushes()
@@ -125,6 +158,9 @@ class VelocityEnv(VecEnv):
         self.episode_gait = torch.zeros(n, len(self.gait_scores.names), device=dev)
         self.last_tracking_error = torch.zeros(n, device=dev)
         self._non_finite_total = torch.zeros((), dtype=torch.long, device=dev)  # on the device: no sync per step
+        self._diverged_total = torch.zeros((), dtype=torch.long, device=dev)  # non-finite ones included
+        self._diverged_window = torch.zeros((), dtype=torch.long, device=dev)
+        self._window_steps = 0
 
     @property
     def non_finite_count(self) -> int:
@@ -224,21 +260,59 @@ class VelocityEnv(VecEnv):
         body_contact = (self.backend.contact_forces("termination") > t.contact_force_threshold).any(dim=1)
         return body_contact | (self.state.base_pos[:, 2] < t.min_base_height)
 
-    def _compute_rewards(self) -> torch.Tensor:
-        """Every term of ``REWARD_TERMS``, weighted by ``weight * dt``, summed; per-term episode sums kept."""
+    def _compute_rewards(self, diverged: torch.Tensor) -> torch.Tensor:
+        """Every term of ``REWARD_TERMS``, weighted by ``weight * dt``, summed; per-term episode sums kept.
+
+        A diverged env earns nothing (its terms would be garbage, possibly inf)."""
         terms = torch.stack([term.func(self) for term in REWARD_TERMS], dim=1)
-        weighted = torch.nan_to_num(terms) * self._reward_scale
+        weighted = (torch.nan_to_num(terms) * self._reward_scale).masked_fill(diverged[:, None], 0.0)
         self.episode_sums += weighted
         return weighted.sum(dim=1)
 
-    def _track_metrics(self, non_finite: torch.Tensor) -> None:
-        error = mdp.lin_vel_tracking_error(self.commands, self.state.base_lin_vel).masked_fill(non_finite, 0.0)
+    def _out_of_bounds(self) -> torch.Tensor:
+        """(num_envs,) envs whose state left ``env.divergence``'s bounds this step."""
+        d, s = self.cfg.divergence, self.state
+        acc = (s.joint_vel - self.prev_joint_vel).abs() / self.step_dt
+        return (
+            (s.base_lin_vel.abs() > d.max_base_lin_vel).any(dim=1)
+            | (s.base_ang_vel.abs() > d.max_base_ang_vel).any(dim=1)
+            | (s.joint_vel.abs() > d.max_joint_vel).any(dim=1)
+            | (acc > d.max_joint_acc).any(dim=1)
+            | (s.base_pos.abs() > d.max_base_distance).any(dim=1)
+            | (
+                (s.joint_pos < self._joint_lo - d.joint_limit_margin)
+                | (s.joint_pos > self._joint_hi + d.joint_limit_margin)
+            ).any(dim=1)
+        )
+
+    def _track_metrics(self, non_finite: torch.Tensor, diverged: torch.Tensor) -> None:
+        error = mdp.lin_vel_tracking_error(self.commands, self.state.base_lin_vel).masked_fill(diverged, 0.0)
         self.last_tracking_error = error
         self.episode_tracking_error += error
         self.episode_steps += 1
         self._non_finite_total += non_finite.sum()
+        self._diverged_total += diverged.sum()
+        self._diverged_window += diverged.sum()
+        self._window_steps += 1
+        if self._window_steps >= self.cfg.divergence.check_every:
+            self._check_divergence_window()
 
-    def _log_episodes(self, log: dict, done_ids: torch.Tensor, fell: torch.Tensor, non_finite: torch.Tensor) -> None:
+    def _check_divergence_window(self) -> None:
+        """Stop when most env steps of the window diverged: the physics settings cannot work (one sync per window)."""
+        d = self.cfg.divergence
+        share = float(self._diverged_window) / (self.num_envs * self._window_steps)
+        steps = self._window_steps
+        self._diverged_window.zero_()
+        self._window_steps = 0
+        if share > d.stop_fraction:
+            raise PhysicsDivergedError(
+                f"the physics diverged in {share:.0%} of env steps over the last {steps} control steps "
+                f"(beyond env.divergence bounds, or non-finite): {likely_culprits(self.cfg)}"
+            )
+
+    def _log_episodes(
+        self, log: dict, done_ids: torch.Tensor, fell: torch.Tensor, non_finite: torch.Tensor, diverged: torch.Tensor
+    ) -> None:
         rewards = (self.episode_sums[done_ids].mean(dim=0) / self.cfg.episode_length_s).unbind()
         log.update({f"Episode_Reward/{term.name}": value for term, value in zip(REWARD_TERMS, rewards)})
         steps = self.episode_steps[done_ids].clamp_min(1)
@@ -249,7 +323,9 @@ class VelocityEnv(VecEnv):
         log["Episode_Termination/fell"] = fell[done_ids].float().sum()
         log["Episode_Termination/time_out"] = (~fell[done_ids]).float().sum()
         log["Episode_Termination/non_finite"] = non_finite[done_ids].float().sum()
+        log["Episode_Termination/diverged"] = diverged[done_ids].float().sum()
         log["Metrics/non_finite_total"] = self._non_finite_total.float()
+        log["Metrics/diverged_total"] = self._diverged_total.float()
 
     def _policy_noise_scale(self) -> torch.Tensor | None:
         """Half-width of the uniform noise on each column of a policy frame, or None without noise."""

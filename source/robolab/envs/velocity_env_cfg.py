@@ -73,6 +73,31 @@ class EventsCfg:
 
 
 @dataclass
+class DivergenceCfg:
+    """Bounds beyond which an env's physics has diverged, though still finite (a step too large for the solver, a
+    model the solver cannot hold): that env is reset alone, counted (``Metrics/diverged_total``) and kept out of
+    observations, rewards and the update. Far beyond anything a legged robot does, so a healthy run never trips them.
+    """
+
+    max_base_lin_vel: float = 50.0
+    """m/s, any axis."""
+    max_base_ang_vel: float = 200.0
+    """rad/s, any axis."""
+    max_joint_vel: float = 500.0
+    """rad/s."""
+    max_joint_acc: float = 1.0e5
+    """rad/s^2, between two control steps."""
+    max_base_distance: float = 1.0e3
+    """m from the origin, any axis."""
+    joint_limit_margin: float = 1.0
+    """rad beyond a limited joint's range."""
+    stop_fraction: float = 0.5
+    """Training stops with an error once this share of the env steps of a check window diverged."""
+    check_every: int = 50
+    """Control steps in a check window (one host synchronisation per window)."""
+
+
+@dataclass
 class BackendCfg:
     name: str = "mujoco"
     num_threads: int | None = None
@@ -105,7 +130,25 @@ class VelocityEnvCfg:
     rewards: RewardsCfg = field(default_factory=RewardsCfg)
     terminations: TerminationsCfg = field(default_factory=TerminationsCfg)
     events: EventsCfg = field(default_factory=EventsCfg)
+    divergence: DivergenceCfg = field(default_factory=DivergenceCfg)
 
     @property
     def step_dt(self) -> float:
         return self.sim_dt * self.decimation
+
+
+RANGES = {
+    "commands": ("lin_vel_x", "lin_vel_y", "ang_vel_z", "heading"),
+    "events": ("reset_base_yaw", "reset_joint_pos_scale", "friction", "added_base_mass", "push_interval_s"),
+}
+"""The (low, high) fields sampled uniformly; ``check_ranges`` validates them."""
+
+
+def check_ranges(cfg: VelocityEnvCfg) -> None:
+    """Every sampled range is two finite numbers, low <= high (one-line ``ValueError`` naming the key)."""
+    for section, names in RANGES.items():
+        for name in names:
+            value = getattr(getattr(cfg, section), name)
+            ok = len(value) == 2 and all(math.isfinite(v) for v in value) and value[0] <= value[1]
+            if not ok:
+                raise ValueError(f"env.{section}.{name}={list(value)}: expected [low, high], two finite numbers")

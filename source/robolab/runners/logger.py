@@ -122,10 +122,16 @@ class TrainingLogger(RslRlLogger):
         self.episodes = EpisodeStatistics(num_envs, device)
         self.latest: dict[str, float] = {}
         """Latest global value of every logged statistic (survives iterations where no episode ended)."""
+        self.latest_losses: dict[str, float] = {}
+        """The losses of the last iteration (``summary.json``: they must stay finite)."""
         self.timings: list[tuple[float, float]] = []
         """(collect_s, learn_s) of every iteration on this rank, for benchmarks."""
         self.total_steps = 0
         self.total_s = 0.0
+
+    def set_log_dir(self, log_dir: str | None) -> None:
+        """Where the writer goes once training starts (the run directory exists only after a validated start)."""
+        self.log_dir = log_dir
 
     def process_env_step(self, rewards, dones, extras, intrinsic_rewards=None) -> None:
         self.episodes.add_step(rewards, dones, extras, intrinsic_rewards)
@@ -139,6 +145,7 @@ class TrainingLogger(RslRlLogger):
     def log_iteration(self, record: IterationRecord) -> None:
         """Count the iteration on every rank; write scalars and print the summary where a writer exists."""
         self.timings.append((record.collect_s, record.learn_s))
+        self.latest_losses = dict(record.losses)
         self.total_steps += self.steps_per_iteration
         self.total_s += record.collect_s + record.learn_s
         if self.writer is not None:

@@ -33,12 +33,15 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         device: str = "cpu",
         dist_ctx: DistributedContext | None = None,
         check_replication_every: int = 0,
+        task_id: str | None = None,
     ) -> None:
         ctx = dist_ctx if dist_ctx is not None else DistributedContext()
         if check_replication_every < 0:
             raise ValueError(f"check_replication_every={check_replication_every}: must be >= 0 (0 = off)")
         self.env, self.cfg, self.device, self.dist_ctx = env, train_cfg, device, ctx
         self.check_replication_every = check_replication_every
+        self.task_id = task_id
+        """Saved in every checkpoint's identity, so another task's checkpoint is refused on resume and play."""
         # rsl_rl's names for the rank layout, which its algorithms and users read.
         self.is_distributed, self.gpu_world_size = ctx.is_distributed, ctx.world_size
         self.gpu_global_rank, self.gpu_local_rank = ctx.rank, ctx.local_rank
@@ -160,8 +163,22 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             state["env"] = generator.get_state()
         return state
 
+    def identity(self) -> dict:
+        """What a checkpoint of this run must match to be resumed or played here (``checkpoint.check_identity``)."""
+        models = self.alg.synced_modules() if hasattr(self.alg, "synced_modules") else {"policy": self.alg.get_policy()}
+        return {
+            "task": self.task_id,
+            "runner": type(self).__name__,
+            "algorithm": type(self.alg).__name__,
+            "observations": {k: list(v.shape[1:]) for k, v in self.env.get_observations().items()},
+            "models": {
+                f"{m}.{n}": list(t.shape) for m, module in models.items() for n, t in module.state_dict().items()
+            },
+        }
+
     def save(self, path: str, infos: dict | None = None) -> None:
         saved = self.alg.save()
+        saved["identity"] = self.identity()
         saved["iter"] = self.current_learning_iteration
         saved["infos"] = infos
         saved["world_size"] = self.gpu_world_size
@@ -170,8 +187,16 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         self.logger.save_model(path, self.current_learning_iteration)
 
     def load(self, path: str, load_cfg: dict | None = None, strict: bool = True, map_location=None) -> dict | None:
+        """Restore a checkpoint of this kind of run (its identity is checked first; nothing changes if it differs)."""
         loaded = checkpoint.load(path, map_location=map_location or self.device)
-        if self.alg.load(loaded, load_cfg, strict):
+        identity = self.identity()
+        checkpoint.check_identity(path, loaded.get("identity"), identity if self.task_id else _without_task(identity))
+        try:
+            resumed = self.alg.load(loaded, load_cfg, strict)
+        except (KeyError, RuntimeError) as err:  # a checkpoint without an identity whose tensors do not fit
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise checkpoint.CheckpointError(f"checkpoint {path!r} does not fit this run's models: {first}") from None
+        if resumed:
             # model_<it>.pt is the state after iteration it: continue with the next one.
             self.current_learning_iteration = loaded["iter"] + 1
         self._restore_rng(loaded.get("rng_state"), loaded.get("world_size", 1))
@@ -194,3 +219,7 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             torch.manual_seed(seed)
             if isinstance(generator, torch.Generator):
                 generator.manual_seed(seed)
+
+
+def _without_task(identity: dict) -> dict:
+    return {k: v for k, v in identity.items() if k != "task"}
