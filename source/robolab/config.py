@@ -8,6 +8,7 @@ another tree. Agent values are typed by ``robolab.rl_cfg`` and env values by the
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 from importlib import resources
 from pathlib import Path
@@ -30,12 +31,15 @@ class ConfigError(ValueError):
 
 
 def config_source() -> str:
-    """Where Hydra reads ``train.yaml``: ``pkg://robolab.hydra_configs``, or ``$ROBOLAB_CONFIG_DIR``."""
+    """Where Hydra reads ``train.yaml``: ``$ROBOLAB_CONFIG_DIR``, else the installed ``robolab.hydra_configs``, else
+    (a checkout put on ``PYTHONPATH`` without installing it) the checkout's ``config/``."""
     path = os.environ.get("ROBOLAB_CONFIG_DIR")
     if not path:
-        return f"pkg://{CONFIG_MODULE}"
+        if importlib.util.find_spec(CONFIG_MODULE) is not None:
+            return f"pkg://{CONFIG_MODULE}"
+        path = str(Path(__file__).resolve().parents[2] / "config")
     if not os.path.isfile(os.path.join(path, "train.yaml")):
-        raise ConfigError(f"ROBOLAB_CONFIG_DIR={path!r} has no train.yaml")
+        raise ConfigError(f"config directory {path!r} has no train.yaml (install robolab, or set ROBOLAB_CONFIG_DIR)")
     return os.path.abspath(path)
 
 

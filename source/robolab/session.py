@@ -203,10 +203,6 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
         runner = build_runner(env, agent, job, options.task)
         if plan.resume_checkpoint:
             runner.load(plan.resume_checkpoint, map_location=job.device)
-            print(
-                f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} "
-                f"at iteration {runner.current_learning_iteration}"
-            )
         elif "teacher_checkpoint" in agent:
             runner.load_teacher(distributed.run_on_main(runs.find_teacher, agent, options.log_root))
         # Everything is validated and loaded: from here on the run writes.
@@ -216,6 +212,11 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
             runner.logger.set_log_dir(plan.run_dir)
             runner.add_git_repo_to_log(__file__)  # the git state of robolab's checkout, beside rsl_rl's
             _write_run_files(plan.run_dir, env_params, agent, closer)
+        if plan.resume_checkpoint:  # after the console copy opened, so the run's console.log records it
+            print(
+                f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} "
+                f"at iteration {runner.current_learning_iteration}"
+            )
     return TrainingSession(options.task, ctx, plan, env, runner, int(agent["max_iterations"]), closer)
 
 

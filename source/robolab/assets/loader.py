@@ -87,9 +87,22 @@ def _load_spec(cfg: RobotCfg) -> mujoco.MjSpec:
         # MuJoCo's message spans lines ("XML parse error 15:" then what and where): keep them all, on one line.
         detail = "; ".join(line.strip() for line in str(err).strip().splitlines() if line.strip()) or type(err).__name__
         raise ValueError(f"robot.mjcf_path={cfg.mjcf_path!r} is not a valid MJCF file: {detail}") from None
+    name_unnamed_bodies(spec)
     if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.worldbody.geoms):
         spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
     return spec
+
+
+def name_unnamed_bodies(spec: mujoco.MjSpec) -> None:
+    """Name the bodies an MJCF file leaves unnamed ``<parent>_body<k>`` (k counts that parent's unnamed children),
+    so the config can map them: gymnasium's ant, for one, leaves its lower legs unnamed."""
+    counts: dict[str, int] = {}
+    for body in spec.bodies:
+        if body.name or body.parent is None:
+            continue
+        parent = body.parent.name
+        body.name = f"{parent}_body{counts.get(parent, 0)}"
+        counts[parent] = counts.get(parent, 0) + 1
 
 
 def _check_names(spec: mujoco.MjSpec, cfg: RobotCfg) -> None:

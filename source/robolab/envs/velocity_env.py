@@ -76,7 +76,7 @@ class VelocityEnv(VecEnv):
         self._reward_scale = torch.tensor(
             [self._weight(t.weight) * self.step_dt for t in REWARD_TERMS], device=self.device
         )
-        self.gait_scores = GaitScores(cfg.gaits, list(cfg.robot.foot_bodies), self.device)
+        self.gait_scores = GaitScores(cfg.gaits or {}, list(cfg.robot.foot_bodies), self.device)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed)
 
@@ -210,6 +210,15 @@ class VelocityEnv(VecEnv):
     def _randomise_physics(self) -> None:
         """Startup randomisation of friction and base mass, one draw per physics variant, fixed for the run."""
         e, v = self.cfg.events, self.backend.num_variants
+        nominal = float(self.robot.model.body_mass[self.robot.base_body_id])
+        if nominal + e.added_base_mass[0] < 0.1 * nominal:  # a base this light makes the inertia singular
+            raise ValueError(
+                f"env.events.added_base_mass={list(e.added_base_mass)} would make the base body "
+                f"{self.cfg.robot.base_body!r} ({nominal:.3g} kg) weigh {nominal + e.added_base_mass[0]:.3g} kg; "
+                f"keep the low end above {-0.9 * nominal:.3g}"
+            )
+        if e.friction[0] < 0:
+            raise ValueError(f"env.events.friction={list(e.friction)}: friction coefficients must be >= 0")
         friction, added_mass = self._uniform(*e.friction, v), self._uniform(*e.added_base_mass, v)
         self.backend.set_friction(friction)
         self.backend.set_added_base_mass(added_mass)

@@ -122,8 +122,8 @@ class VelocityEnvCfg:
     clip_actions: float = 100.0
     robot: RobotCfg = field(default_factory=RobotCfg)
     """The robot; a task sets it (the generic default names no model)."""
-    gaits: dict[str, list[list[str]]] = field(default_factory=dict)
-    """Gait patterns scored per step from foot contacts (``robolab.envs.velocity_terms.GaitScores``)."""
+    gaits: dict[str, list[list[str]]] | None = field(default_factory=dict)
+    """Gait patterns scored per step from foot contacts (``robolab.envs.velocity_terms.GaitScores``); null: none."""
     backend: BackendCfg = field(default_factory=BackendCfg)
     commands: CommandsCfg = field(default_factory=CommandsCfg)
     noise: NoiseCfg = field(default_factory=NoiseCfg)

@@ -121,7 +121,10 @@ class GaitScores:
     def _pairs(name: str, groups: list[list[str]], feet: list[str]) -> list[tuple[int, int, bool, bool]]:
         unknown = [f for group in groups for f in group if f not in feet]
         if unknown or len(groups) < 2 or not all(groups):
-            raise ValueError(f"env.gaits.{name}={groups}: needs two or more non-empty groups of feet from {feet}")
+            raise ValueError(
+                f"env.gaits.{name}={groups}: needs two or more non-empty groups of feet from {feet} "
+                "(env.gaits=null scores none)"
+            )
         index = [[feet.index(f) for f in group] for group in groups]
         agree = [(g[0], other, True, True) for g in index for other in g[1:]]
         differ = [(a[0], b[0], False, True) for a, b in pairwise(index)]

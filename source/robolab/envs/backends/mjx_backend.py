@@ -99,7 +99,13 @@ class MjxBackend(PhysicsBackend):
         self._variant = jax.device_put(variant, self.jax_device)
 
         model = robot.model
-        self._mx = mjx.put_model(model, device=self.jax_device)
+        try:
+            self._mx = mjx.put_model(model, device=self.jax_device)
+        except NotImplementedError as err:  # an option of the robot model's own that MJX does not simulate
+            raise ValueError(
+                f"env.backend.name='mjx' cannot simulate this robot model: MJX does not implement {err} "
+                "(set by the model's <option> or elements; use env.backend=mujoco, or change it in the model)"
+            ) from None
         self._nominal_friction = self._mx.geom_friction  # float32 unless JAX runs with x64 enabled
         self._nominal_mass = self._mx.body_mass
         self._friction = jnp.broadcast_to(self._nominal_friction, (num_envs, *model.geom_friction.shape))

@@ -39,4 +39,4 @@ class Go2FlatEnvCfg(VelocityEnvCfg):
     """The built-in Go2-class robot on flat ground; the MDP's defaults are tuned for it."""
 
     robot: RobotCfg = field(default_factory=go2_robot_cfg)
-    gaits: dict[str, list[list[str]]] = field(default_factory=quadruped_gaits)
+    gaits: dict[str, list[list[str]]] | None = field(default_factory=quadruped_gaits)
