@@ -197,8 +197,8 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
         f"[robolab] rank {ctx.rank}/{ctx.world_size} (local rank {ctx.local_rank}, launcher {ctx.launcher}): "
         f"device {job.device}, seed {job.seed}, {num_envs} envs"
     )
-    closer = contextlib.ExitStack()
-    with _close_on_error(closer):
+    # Everything opened is closed if the start fails; on success the stack is handed to the session.
+    with contextlib.ExitStack() as closer:
         env, env_params = open_env(options.task, env_cfg, job, closer)
         runner = build_runner(env, agent, job, options.task)
         if plan.resume_checkpoint:
@@ -217,16 +217,8 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
                 f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} "
                 f"at iteration {runner.current_learning_iteration}"
             )
+        closer = closer.pop_all()
     return TrainingSession(options.task, ctx, plan, env, runner, int(agent["max_iterations"]), closer)
-
-
-@contextlib.contextmanager
-def _close_on_error(closer: contextlib.ExitStack):
-    try:
-        yield
-    except BaseException:
-        closer.close()
-        raise
 
 
 def _write_run_files(run_dir: str, env_params, agent: dict, closer: contextlib.ExitStack) -> None:
@@ -335,24 +327,24 @@ def prepare_policy(task: str, overrides: list[str], device: str, find_checkpoint
     settings (env count, seed, device, physics backend) are not taken from the run.
     """
     job = join(task, overrides, device, distributed_run=False)
-    ckpt = find_checkpoint(agent_dict(job.cfg))
+    agent = agent_dict(job.cfg)
+    ckpt = find_checkpoint(agent)
     saved_env, saved_agent = runs.saved_params(os.path.dirname(os.path.abspath(ckpt)))
     if saved_env is not None and not tasks.is_isaaclab_task(task):
         for key in ("num_envs", "seed", "device", "backend"):
             saved_env.pop(key, None)
         with open_dict(job.cfg):
             job.cfg.env = OmegaConf.merge(OmegaConf.create(saved_env), job.cfg.env)
-    agent = agent_dict(job.cfg)
     if saved_agent is not None:
         given = OmegaConf.from_dotlist([o for o in overrides if o.startswith("agent.")]).get("agent", {})
         merged = OmegaConf.to_container(OmegaConf.merge(OmegaConf.create(saved_agent), given), resolve=True)
         assert isinstance(merged, dict)
         agent = merged
-    closer = contextlib.ExitStack()
-    with _close_on_error(closer):
+    with contextlib.ExitStack() as closer:
         env, _ = open_env(task, env_config(task, job), job, closer)
         runner = build_runner(env, agent, job, task)
         runner.load(ckpt, map_location=job.device)
+        closer = closer.pop_all()
     return PolicySession(env, runner, ckpt, closer)
 
 
@@ -362,6 +354,8 @@ def prepare_benchmark(task: str, overrides: list[str], device: str | None, distr
         raise ConfigError(f"--task={task}: the benchmark times the embedded tasks' physics backends only")
     job = join(task, [*overrides, "agent.save_interval=1000000"], device, distributed_run)
     agent = agent_dict(job.cfg)
-    closer = contextlib.ExitStack()
-    env, _ = open_env(task, env_config(task, job), job, closer)
-    return job, env, build_runner(env, agent, job), agent, closer
+    with contextlib.ExitStack() as closer:
+        env, _ = open_env(task, env_config(task, job), job, closer)
+        runner = build_runner(env, agent, job)
+        closer = closer.pop_all()
+    return job, env, runner, agent, closer

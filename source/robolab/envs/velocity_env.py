@@ -300,8 +300,9 @@ class VelocityEnv(VecEnv):
         self.episode_tracking_error += error
         self.episode_steps += 1
         self._non_finite_total += non_finite.sum()
-        self._diverged_total += diverged.sum()
-        self._diverged_window += diverged.sum()
+        count = diverged.sum()
+        self._diverged_total += count
+        self._diverged_window += count
         self._window_steps += 1
         if self._window_steps >= self.cfg.divergence.check_every:
             self._check_divergence_window()
