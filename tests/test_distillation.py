@@ -119,7 +119,7 @@ def test_recurrent_student_trains_and_resumes(log_root):
     assert len(behavior_losses(run_dir)) == 3
     again = run(
         train_cmd(
-            "--task", STUDENT, *SMALL, *STUDENT_NETS, *rnn, "--max_iterations", "5", "--log_root", log_root, "--resume"
+            "--task", STUDENT, *SMALL, *STUDENT_NETS, *rnn, "--max_iterations", "2", "--log_root", log_root, "--resume"
         )
     )
     assert again.returncode == 0, again.stderr[-3000:]

@@ -99,3 +99,44 @@ def test_slurm_launcher_config_resolves_to_submitit():
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
     assert launcher.gpus_per_node == 8 and launcher.tasks_per_node == 1
     hydra.utils.get_class(launcher._target_)  # the plugin is installed and importable
+
+
+@pytest.mark.slow
+def test_jobs_run_side_by_side_with_jobs_per_node_and_the_table_is_unchanged(tmp_path):
+    import json
+
+    sweep_dir = tmp_path / "sweep"
+    res = run(
+        train_cmd("-m", "--jobs_per_node", "2", "--sweep_dir", str(sweep_dir), *SWEEP_TINY, "seed=1,2"), timeout=600
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "2 jobs side by side" in res.stdout
+    results = [json.loads(p.read_text()) for p in sorted(sweep_dir.glob("*/job_result.json"))]
+    assert [r["status"] for r in results] == ["ok", "ok"]
+    assert sorted(r["slot"] for r in results) == [0, 1]  # each held its own slot
+    (a, b) = results
+    assert a["started"] < b["ended"] and b["started"] < a["ended"], "the two jobs overlapped in time"
+    rows = read_rows(sweep_dir)
+    assert [r["job"] for r in rows] == ["0", "1"]
+    assert (sweep_dir / "summary.md").read_text().splitlines()[0].startswith("| job | overrides | status |")
+
+
+def test_each_side_by_side_job_sees_only_its_own_gpus():
+    from robolab.sweep import child_env
+
+    gpus = ["0", "1", "2", "3"]  # CUDA_VISIBLE_DEVICES names, in the order the node exposes them
+    assert [child_env(slot, 1, gpus)[1] for slot in range(4)] == ["0", "1", "2", "3"]
+    assert [child_env(slot, 2, ["4", "5", "6", "7"])[1] for slot in range(2)] == ["4,5", "6,7"]
+    _, devices = child_env(0, 1, [])  # a CPU node: the child's environment is left as it is
+    assert devices is None
+    with pytest.raises(ValueError, match="sweep slot 2 needs 2 GPUs but the node has 4: lower --jobs_per_node"):
+        child_env(2, 2, gpus)
+
+
+def test_slots_are_exclusive(tmp_path):
+    from robolab.sweep import job_slot
+
+    with job_slot(tmp_path, 2) as first, job_slot(tmp_path, 2) as second:
+        assert {first, second} == {0, 1}
+    with job_slot(tmp_path, 2) as again:
+        assert again == 0  # released slots are free again

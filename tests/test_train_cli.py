@@ -59,7 +59,8 @@ def test_resume_continues_the_newest_run_to_the_final_iteration(log_root):
     assert first.returncode == 0, first.stderr[-3000:]
     run_dir = only_run_dir(log_root)
     before = checkpoint.load(str(run_dir / "model_1.pt"))
-    second = run(train_cmd(*TINY, "--max_iterations", "4", "--log_root", log_root, "--resume"))
+    # Isaac Lab's meaning: --resume --max_iterations 2 trains two more iterations
+    second = run(train_cmd(*TINY, "--max_iterations", "2", "--log_root", log_root, "--resume"))
     assert second.returncode == 0, second.stderr[-3000:]
     assert "resumed" in second.stdout and "at iteration 2" in second.stdout
     assert only_run_dir(log_root) == run_dir  # continued in place

@@ -256,12 +256,28 @@ def test_rough_go2_trains_offline_with_generated_terrain_and_height_scan(asset_r
 
 
 def test_play_evaluates_and_exports_an_isaaclab_policy(asset_root, tmp_path):
+    # Isaac Lab's --video (its own recorder, from Newton's visualiser: Kit needs Isaac Sim) and IO descriptors
+    video = ["--video", "--video_length", "4", "--video_interval", "8", "--export_io_descriptors"]
     res = run(
-        [sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Flat-Go2", *TINY, "--log_root", str(tmp_path)],
+        [
+            sys.executable,
+            TRAIN,
+            "--task",
+            "RoboLab-Isaac-Velocity-Flat-Go2",
+            *TINY,
+            *video,
+            "--log_root",
+            str(tmp_path),
+        ],
         asset_root,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     (run_path,) = tmp_path.glob("isaac_go2_flat/*")
+    clips = sorted((run_path / "videos" / "train").glob("*.mp4"))
+    assert len(clips) >= 2 and all(c.stat().st_size > 1000 for c in clips), clips
+    assert list((run_path / "params").glob("*.yaml")) and "observations" in "".join(
+        p.read_text() for p in (run_path / "params").glob("*IO_descriptors*.yaml")
+    )
     play = [
         sys.executable,
         str(ROOT / "scripts" / "play.py"),
@@ -280,5 +296,6 @@ def test_play_evaluates_and_exports_an_isaaclab_policy(asset_root, tmp_path):
     assert result["checkpoint"].endswith("model_1.pt") and result["steps"] == 20
     assert 0.0 <= result["lin_vel_tracking_error"] < 10.0 and 0.0 <= result["fall_rate"] <= 1.0
     assert (run_path / "exported" / "policy.onnx").exists() and (run_path / "exported" / "policy.pt").exists()
-    res = run([*play, "--video"], asset_root)
-    assert res.returncode == 2 and "--video: renders the embedded MuJoCo tasks only" in res.stderr
+    res = run([*play, "--video", "--video_length", "4", "--no_export"], asset_root)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert list((run_path / "videos" / "play").glob("*.mp4"))

@@ -104,30 +104,55 @@ def checkpoint_iteration(path: str) -> int:
     return int(match.group(1))
 
 
-def latest_checkpoint(run_dir: str) -> str | None:
-    """The complete ``model_<it>.pt`` with the highest iteration in ``run_dir`` (temporary files ignored)."""
+def latest_checkpoint(run_dir: str, pattern: str | None = None) -> str | None:
+    """The complete ``model_<it>.pt`` with the highest iteration in ``run_dir`` (temporary files ignored).
+
+    With ``pattern`` (a regular expression, matched from the start of the name as Isaac Lab's ``--checkpoint``),
+    only the checkpoints whose file name it matches are considered.
+    """
     if not os.path.isdir(run_dir):
         return None
-    found = [(int(m.group(1)), name) for name in os.listdir(run_dir) if (m := CHECKPOINT_PATTERN.match(name))]
+    regex = _compile(pattern, "--checkpoint")
+    found = [
+        (int(m.group(1)), name)
+        for name in os.listdir(run_dir)
+        if (m := CHECKPOINT_PATTERN.match(name)) and (regex is None or regex.match(name))
+    ]
     return os.path.join(run_dir, max(found)[1]) if found else None
 
 
-def latest_run(experiment_dir: str, suffix: str = "") -> str | None:
+def latest_run(
+    experiment_dir: str, suffix: str = "", pattern: str | None = None, checkpoint_pattern: str | None = None
+) -> str | None:
     """The newest run directory (by name, which starts with a sortable timestamp) that holds a checkpoint.
 
-    With ``suffix``, only runs whose name ends with it (``_<run_name>``) are considered.
+    With ``suffix``, only runs whose name ends with it (``_<run_name>``) are considered; with ``pattern`` (a
+    regular expression, matched from the start of the name as Isaac Lab's ``--load_run``), only those it matches;
+    with ``checkpoint_pattern``, only runs holding a checkpoint that it matches.
     """
     if not os.path.isdir(experiment_dir):
         return None
+    regex = _compile(pattern, "--load_run")
     runs = sorted(
         (
             d
             for d in os.listdir(experiment_dir)
-            if os.path.isdir(os.path.join(experiment_dir, d)) and d.endswith(suffix)
+            if os.path.isdir(os.path.join(experiment_dir, d))
+            and d.endswith(suffix)
+            and (regex is None or regex.match(d))
         ),
         reverse=True,
     )
     for run in runs:
-        if latest_checkpoint(os.path.join(experiment_dir, run)) is not None:
+        if latest_checkpoint(os.path.join(experiment_dir, run), checkpoint_pattern) is not None:
             return os.path.join(experiment_dir, run)
     return None
+
+
+def _compile(pattern: str | None, flag: str) -> re.Pattern | None:
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as err:
+        raise ValueError(f"{flag}={pattern!r}: not a regular expression ({err})") from None

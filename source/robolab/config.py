@@ -101,9 +101,11 @@ def pipeline_choices(source: str, hydra_task: str, overrides: list[str]) -> tupl
     return choices["runner"], choices["algorithm"]
 
 
-def compose(task_id: str, overrides: list[str], config_name: str = "train") -> DictConfig:
-    """Compose ``train.yaml`` for ``task_id`` with command-line ``overrides`` applied last."""
-    hydra_task = tasks.hydra_task_name(task_id)
+def compose(
+    task_id: str, overrides: list[str], config_name: str = "train", agent: str = tasks.DEFAULT_AGENT
+) -> DictConfig:
+    """Compose ``train.yaml`` for ``task_id`` (its agent entry point ``agent``) with ``overrides`` applied last."""
+    hydra_task = tasks.hydra_task_name(task_id, agent)
     register_schemas()
     source = config_source()
     check_pipeline(*pipeline_choices(source, hydra_task, overrides))

@@ -230,6 +230,13 @@ def _restart_safe_store(ctx: DistributedContext, timeout: datetime.timedelta):
     return dist.PrefixStore(f"robolab/attempt_{attempt}", agent_store)  # pyright: ignore[reportPrivateImportUsage]
 
 
+def launcher_restart(env: Mapping[str, str] | None = None) -> bool:
+    """True when the launcher restarted this job (torchrun ``--max-restarts``, a requeued Slurm job)."""
+    env = os.environ if env is None else env
+    counts = (env.get("TORCHELASTIC_RESTART_COUNT", "0"), env.get("SLURM_RESTART_COUNT", "0"))
+    return any(c.isdigit() and int(c) > 0 for c in counts)
+
+
 def is_initialized() -> bool:
     return dist.is_available() and dist.is_initialized()
 

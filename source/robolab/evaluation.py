@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import torch
 
@@ -25,68 +26,55 @@ def tracking_error(env) -> torch.Tensor:
     return torch.linalg.norm(lin_vel - command, dim=-1)
 
 
-def evaluate(env, policy, steps: int) -> dict:
-    """Roll out the deterministic policy; tracking error over all env steps, falls per env."""
+def evaluate(env, policy, steps: int | None, real_time: bool = False, on_step=None) -> dict:
+    """Roll out the deterministic policy; tracking error over all env steps, falls per env.
+
+    A recurrent policy's memory is reset for the envs whose episode ended (as Isaac Lab's play does), so each
+    episode starts from a blank memory. ``real_time`` paces the loop at the control rate; ``on_step(env, errors)``
+    sees every step (a viewer). ``steps=None`` runs until interrupted (Ctrl-C).
+    """
     obs = env.get_observations()
     fell = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
+    reset_memory = getattr(policy, "reset", None)
     errors = []
+    done_steps = 0
     with torch.inference_mode():
-        for _ in range(steps):
-            obs, _, dones, extras = env.step(policy(obs))
-            # The error of the state just reached, before any reset of this step overwrote it.
-            errors.append(tracking_error(env))
-            fell |= dones.bool() & ~extras["time_outs"].bool()
+        try:
+            while steps is None or done_steps < steps:
+                start = time.perf_counter()
+                obs, _, dones, extras = env.step(policy(obs))
+                if reset_memory is not None:
+                    reset_memory(dones)
+                # The error of the state just reached, before any reset of this step overwrote it.
+                errors.append(tracking_error(env))
+                fell |= dones.bool() & ~extras["time_outs"].bool()
+                done_steps += 1
+                if on_step is not None:
+                    on_step(env, errors[-1])
+                if real_time:
+                    time.sleep(max(0.0, env.step_dt - (time.perf_counter() - start)))
+        except KeyboardInterrupt:
+            if steps is not None or not errors:
+                raise
     return {
         "num_envs": env.num_envs,
-        "steps": steps,
+        "steps": done_steps,
         "lin_vel_tracking_error": float(torch.stack(errors).mean()),
         "fall_rate": float(fell.float().mean()),
     }
 
 
-def check_renderer() -> None:
-    """Fail before any work when frames cannot be rendered or written, saying what to install or set."""
-    # MuJoCo picks its GL backend when first imported; EGL renders headless (on a GPU, or Mesa on the CPU).
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    try:
-        import imageio.v2  # noqa: F401
-        import imageio_ffmpeg  # noqa: F401
-    except ImportError:
-        raise RuntimeError("--video needs imageio with ffmpeg: pip install 'imageio[ffmpeg]'") from None
-    try:
-        import mujoco
-
-        model = mujoco.MjModel.from_xml_string(
-            "<mujoco><worldbody><geom size='1 1 1' type='plane'/></worldbody></mujoco>"
-        )
-        mujoco.Renderer(model, height=8, width=8).close()
-    except Exception as err:  # the GL stack raises anything from ImportError to AttributeError
-        raise RuntimeError(
-            f"--video: no OpenGL backend for MuJoCo's offscreen renderer with MUJOCO_GL={os.environ['MUJOCO_GL']} "
-            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
-            "use MUJOCO_GL=egl (GPU driver or Mesa's libegl-mesa0) or MUJOCO_GL=osmesa (libosmesa6)"
-        ) from None
-
-
 def record_video(env, policy, path: str, frames: int) -> str:
-    import imageio.v2 as imageio
-    import mujoco
+    from robolab.video import ClipWriter, FrameRenderer
 
-    model, data = env.backend.render_data(0)
-    renderer = mujoco.Renderer(model, height=480, width=640)
-    camera = mujoco.MjvCamera()
-    camera.distance, camera.elevation, camera.azimuth = 1.5, -20.0, 135.0
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    renderer, clip = FrameRenderer(env), ClipWriter(path, fps=round(1.0 / env.step_dt))
     obs = env.get_observations()
-    with imageio.get_writer(path, fps=round(1.0 / env.step_dt)) as writer, torch.inference_mode():
+    with torch.inference_mode():
         for _ in range(frames):
             obs, *_ = env.step(policy(obs))
-            model, data = env.backend.render_data(0)
-            camera.lookat[:] = data.qpos[:3]
-            renderer.update_scene(data, camera)
-            writer.append_data(renderer.render())
+            clip.append(renderer.frame())
     renderer.close()
-    return path
+    return clip.close()
 
 
 def export_policy(runner, export_dir: str) -> list[str]:

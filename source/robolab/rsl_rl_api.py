@@ -20,6 +20,7 @@ from rsl_rl.env import VecEnv
 from rsl_rl.modules import MLP, EmpiricalNormalization
 from rsl_rl.runners import OnPolicyRunner
 from rsl_rl.utils import check_nan, reduce_gradients_in_buckets, resolve_callable
+from rsl_rl.utils.log_writer import LogWriter
 from rsl_rl.utils.logger import Logger
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "SURFACE",
     "Distillation",
     "EmpiricalNormalization",
+    "LogWriter",
     "Logger",
     "OnPolicyRunner",
     "VecEnv",
@@ -78,6 +80,7 @@ SURFACE: dict[str, tuple[str, ...]] = {
     "Logger.process_env_step": ("rewards", "dones", "extras", "intrinsic_rewards"),
     "Logger.save_model": ("path", "it"),
     "Logger.stop_logging_writer": (),
+    "LogWriter.save_video": ("video", "it"),
     # utilities and modules
     "reduce_gradients_in_buckets": ("params", "world_size", "bucket_mb"),
     "resolve_callable": ("callable_or_name",),

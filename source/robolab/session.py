@@ -33,22 +33,38 @@ from robolab.distributed import DistributedContext
 from robolab.rsl_rl_api import resolve_callable
 
 DEFAULT_TASK = "RoboLab-Velocity-Flat-Go2-v0"
-DEFAULT_LOG_ROOT = os.path.join("logs", "robolab")
+DEFAULT_LOG_ROOT = os.path.join("logs", "rsl_rl")  # where Isaac Lab's scripts and tools look
+
+
+DEFAULT_AGENT = tasks.DEFAULT_AGENT
+LOGGERS = ("tensorboard", "wandb", "neptune")
+_LOGGER_ENV = {"neptune": ("NEPTUNE_API_TOKEN", "NEPTUNE_USERNAME")}  # what rsl_rl's Neptune writer reads
+_LOG_WRITERS = {"wandb": ("WandbLogWriter", "wandb"), "neptune": ("NeptuneLogWriter", "neptune")}
 
 
 @dataclass
 class TrainOptions:
-    """The launch flags of ``train.py`` (everything else is a Hydra override)."""
+    """The launch flags of ``train.py`` (everything else is a Hydra override); Isaac Lab's names and meanings."""
 
     task: str = DEFAULT_TASK
+    agent: str = DEFAULT_AGENT
     num_envs: int | None = None
     max_iterations: int | None = None
     seed: int | None = None
     device: str | None = None
     distributed: bool = False
     log_root: str = DEFAULT_LOG_ROOT
+    experiment_name: str | None = None
     run_name: str | None = None
     resume: str | None = None
+    load_run: str | None = None
+    checkpoint: str | None = None
+    logger: str | None = None
+    log_project_name: str | None = None
+    video: bool = False
+    video_length: int = 200
+    video_interval: int = 2000
+    export_io_descriptors: bool = False
     check_replication_every: int | None = None
     teacher_checkpoint: str | None = None
 
@@ -57,19 +73,53 @@ class TrainOptions:
         return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
 
     def overrides(self) -> list[str]:
-        """The flags as Hydra overrides (they win over the task's defaults)."""
-        for name in ("num_envs", "max_iterations"):
+        """The flags that are config values, as Hydra overrides (they win over the task's defaults)."""
+        for name in ("num_envs", "max_iterations", "video_length", "video_interval"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"--{name}={value}: must be a positive integer")
+        if self.seed is not None and self.seed < -1:
+            raise ConfigError(f"--seed={self.seed}: must be >= 0, or -1 for a random seed")
+        if self.logger is not None and self.logger not in LOGGERS:
+            raise ConfigError(f"--logger={self.logger!r}: allowed: {', '.join(LOGGERS)}")
         flags = {
             "env.num_envs": self.num_envs,
-            "agent.max_iterations": self.max_iterations,
             "seed": self.seed,
+            "agent.experiment_name": self.experiment_name,
             "agent.run_name": self.run_name,
             "distributed.check_replication_every": self.check_replication_every,
         }
         return [f"{key}={value}" for key, value in flags.items() if value is not None]
+
+
+def log_writer_cfg(logger, project: str | None, experiment: str):
+    """rsl_rl's ``logger`` entry for ``--logger``/``agent.logger``: ``tensorboard``, or the wandb/neptune writer dict
+    (project: ``--log_project_name``, else the experiment name). A missing package is a one-line error now, not
+    after the env is built."""
+    if isinstance(logger, dict):
+        name = {"WandbLogWriter": "wandb", "NeptuneLogWriter": "neptune"}.get(str(logger.get("class_name")))
+        if name is not None:
+            _require_logger_package(name)
+        return logger
+    if logger in (None, "tensorboard"):
+        return "tensorboard"
+    if logger not in _LOG_WRITERS:
+        raise ConfigError(f"agent.logger={logger!r}: allowed: {', '.join(LOGGERS)}, or a writer dict with class_name")
+    writer, package = _LOG_WRITERS[logger]
+    _require_logger_package(package)
+    return {"class_name": writer, "project_name": project or experiment}
+
+
+def _require_logger_package(package: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(package) is None:
+        raise ConfigError(
+            f"--logger {package}: the {package} package is not installed (pip install 'robolab[{package}]')"
+        )
+    missing = [v for v in _LOGGER_ENV.get(package, ()) if not os.environ.get(v)]
+    if missing:  # rsl_rl's writer would raise only once training starts
+        raise ConfigError(f"--logger {package}: set {' and '.join(missing)} (NEPTUNE_MODE=offline logs locally)")
 
 
 # --- the three steps every program takes ------------------------------------------------------------------
@@ -84,15 +134,20 @@ class Job:
     """The config's seed plus the global rank (local ranks repeat across nodes)."""
 
 
-def join(task: str, overrides: list[str], device: str | None, distributed_run: bool) -> Job:
+def join(task: str, overrides: list[str], device: str | None, distributed_run: bool, agent: str = DEFAULT_AGENT) -> Job:
     """Read the rank layout, pick the device, compose the config and start the process group."""
     ctx = distributed.read_context() if distributed_run else DistributedContext()
     if distributed_run and not ctx.is_distributed:
         print("[robolab] --distributed without launcher variables (torchrun, Slurm, Open MPI): running one process")
     device = distributed.resolve_device(device, ctx)
-    cfg = compose(task, overrides)
+    cfg = compose(task, overrides, agent=agent)
     backend = distributed.backend_for(device, cfg.distributed.backend) if ctx.is_distributed else None
     distributed.initialize(ctx, device, backend, timeout_s=float(cfg.distributed.timeout_s))
+    if int(cfg.seed) == -1:  # Isaac Lab's "random seed": drawn once, on rank 0, so every rank agrees
+        cfg.seed = distributed.run_on_main(random.SystemRandom().randint, 0, 2**31 - 1)
+        print(f"[robolab] seed -1: drew seed {cfg.seed} (recorded in params/agent.yaml)")
+    elif int(cfg.seed) < -1:
+        raise ConfigError(f"seed={cfg.seed}: must be >= 0, or -1 for a random seed")
     distributed.check_config_consistency(_plain(cfg))
     return Job(ctx, device, cfg, int(cfg.seed) + ctx.rank)
 
@@ -107,12 +162,15 @@ def env_config(task: str, job: Job):
     return env_cfg
 
 
-def open_env(task: str, env_cfg, job: Job, closer: contextlib.ExitStack):
-    """The task's env (closed by ``closer``) and the config it was built from, for ``params/env.yaml``."""
+def open_env(task: str, env_cfg, job: Job, closer: contextlib.ExitStack, video=None):
+    """The task's env (closed by ``closer``) and the config it was built from, for ``params/env.yaml``.
+
+    ``video`` (``VideoOptions``) configures an Isaac Lab env's own recorder; an embedded env is wrapped instead.
+    """
     if env_cfg is None:
         from robolab.tasks.isaaclab.vecenv import env_config_dict, make_isaaclab_env
 
-        env = make_isaaclab_env(task, _plain(job.cfg.env), job.device, job.seed, closer)
+        env = make_isaaclab_env(task, _plain(job.cfg.env), job.device, job.seed, closer, video)
         return env, env_config_dict(env)
     from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
 
@@ -179,46 +237,112 @@ class TrainingSession:
 def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSession:
     """Validate, join the process group, build env and runner, load the resume checkpoint or teacher, and only then
     create the run directory and write into it: a start that fails leaves the file system as it was."""
-    job = join(options.task, options.overrides() + overrides, options.device, options.distributed)
+    if options.video:
+        _check_video(options.task)
+    job = join(options.task, options.overrides() + overrides, options.device, options.distributed, options.agent)
     ctx = job.ctx
     seed_everything(job.seed)
     agent = agent_dict(job.cfg)
     agent["seed"] = job.seed
+    agent["logger"] = log_writer_cfg(
+        options.logger or agent.get("logger"), options.log_project_name, agent["experiment_name"]
+    )
     if options.teacher_checkpoint is not None:
         if "teacher_checkpoint" not in agent:
             raise ConfigError("--teacher_checkpoint: only distillation runs load a teacher (runner=distillation)")
         agent["teacher_checkpoint"] = options.teacher_checkpoint
     env_cfg = env_config(options.task, job)
     plan = distributed.run_on_main(
-        runs.plan_run, options.log_root, agent["experiment_name"], agent["run_name"], options.resume
+        runs.plan_run,
+        options.log_root,
+        agent["experiment_name"],
+        agent["run_name"],
+        options.resume,
+        options.load_run,
+        options.checkpoint,
+        distributed.launcher_restart(),
     )
     num_envs = env_cfg.num_envs if env_cfg is not None else job.cfg.env.get("num_envs", "the task's")
     print(
         f"[robolab] rank {ctx.rank}/{ctx.world_size} (local rank {ctx.local_rank}, launcher {ctx.launcher}): "
         f"device {job.device}, seed {job.seed}, {num_envs} envs"
     )
+    video = _video_options(options, plan) if ctx.is_main else None
+    recorder = None
     # Everything opened is closed if the start fails; on success the stack is handed to the session.
     with contextlib.ExitStack() as closer:
-        env, env_params = open_env(options.task, env_cfg, job, closer)
+        env, env_params = open_env(options.task, env_cfg, job, closer, video)
+        if video is not None and env_cfg is not None:
+            from robolab.video import TrainingVideo
+
+            env = recorder = TrainingVideo(env, video.directory, video.length, video.interval)
+            closer.callback(recorder.finish)
         runner = build_runner(env, agent, job, options.task)
         if plan.resume_checkpoint:
             runner.load(plan.resume_checkpoint, map_location=job.device)
         elif "teacher_checkpoint" in agent:
             runner.load_teacher(distributed.run_on_main(runs.find_teacher, agent, options.log_root))
+        schedule = runs.plan_schedule(
+            runner.current_learning_iteration,
+            plan.restart,
+            runner.planned_final_iteration,
+            options.max_iterations,
+            int(agent["max_iterations"]),
+        )
+        agent["max_iterations"] = runner.planned_final_iteration = schedule.final
         # Everything is validated and loaded: from here on the run writes.
         plan = dataclasses.replace(plan, run_dir=distributed.run_on_main(runs.create_run_dir, plan))
         assert plan.run_dir is not None
         if ctx.is_main:
+            if recorder is not None:
+                recorder.directory = os.path.join(plan.run_dir, "videos", "train")
             runner.logger.set_log_dir(plan.run_dir)
             runner.add_git_repo_to_log(__file__)  # the git state of robolab's checkout, beside rsl_rl's
             _write_run_files(plan.run_dir, env_params, agent, closer)
+            if options.export_io_descriptors:
+                _export_io_descriptors(env, plan.run_dir)
         if plan.resume_checkpoint:  # after the console copy opened, so the run's console.log records it
             print(
                 f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} "
                 f"at iteration {runner.current_learning_iteration}"
             )
+        if ctx.is_main:
+            print(f"[robolab] {schedule.describe()}")
         closer = closer.pop_all()
-    return TrainingSession(options.task, ctx, plan, env, runner, int(agent["max_iterations"]), closer)
+    return TrainingSession(options.task, ctx, plan, env, runner, schedule.final, closer)
+
+
+@dataclass
+class VideoOptions:
+    directory: str
+    length: int
+    interval: int
+
+
+def _check_video(task: str) -> None:
+    if not tasks.is_isaaclab_task(task):
+        from robolab.video import check_renderer
+
+        check_renderer()
+
+
+def _video_options(options: TrainOptions, plan: runs.RunPlan) -> VideoOptions | None:
+    """Rank 0 records; the clips go to ``<run>/videos/train`` (the run is named, not yet created)."""
+    if not options.video:
+        return None
+    run_dir = plan.run_dir or plan.planned_dir
+    return VideoOptions(os.path.join(run_dir, "videos", "train"), options.video_length, options.video_interval)
+
+
+def _export_io_descriptors(env, run_dir: str) -> None:
+    """``params/io_descriptors.yaml``: the policy's inputs and outputs by name (Isaac Lab's flag)."""
+    path = os.path.join(run_dir, "params", "io_descriptors.yaml")
+    base = getattr(env, "unwrapped", env)
+    if hasattr(base, "io_descriptors"):
+        runs.write_text_atomic(path, to_yaml(base.io_descriptors()))
+    else:  # an Isaac Lab env exports its own descriptors
+        base.export_IO_descriptors(os.path.dirname(path))
+    print(f"[robolab] IO descriptors: {os.path.dirname(path)}")
 
 
 def _write_run_files(run_dir: str, env_params, agent: dict, closer: contextlib.ExitStack) -> None:
@@ -318,15 +442,18 @@ class PolicySession:
     closer: contextlib.ExitStack
 
 
-def prepare_policy(task: str, overrides: list[str], device: str, find_checkpoint) -> PolicySession:
+def prepare_policy(
+    task: str, overrides: list[str], device: str, find_checkpoint, agent_entry: str = DEFAULT_AGENT, video_for=None
+) -> PolicySession:
     """One process: the runner of ``find_checkpoint(agent)``'s run, loaded, in the task's env.
 
     The policy is built from the run's saved ``params/agent.yaml`` (network sizes, observation groups), and the
     embedded env from its ``params/env.yaml`` (observation history, commands, robot), so a run trained with
     non-default settings plays without repeating them; ``overrides`` apply on top of both. Machine-specific env
-    settings (env count, seed, device, physics backend) are not taken from the run.
+    settings (env count, seed, device, physics backend) are not taken from the run. ``video_for(checkpoint)`` gives
+    an Isaac Lab env's recorder settings.
     """
-    job = join(task, overrides, device, distributed_run=False)
+    job = join(task, overrides, device, distributed_run=False, agent=agent_entry)
     agent = agent_dict(job.cfg)
     ckpt = find_checkpoint(agent)
     saved_env, saved_agent = runs.saved_params(os.path.dirname(os.path.abspath(ckpt)))
@@ -341,7 +468,7 @@ def prepare_policy(task: str, overrides: list[str], device: str, find_checkpoint
         assert isinstance(merged, dict)
         agent = merged
     with contextlib.ExitStack() as closer:
-        env, _ = open_env(task, env_config(task, job), job, closer)
+        env, _ = open_env(task, env_config(task, job), job, closer, video_for(ckpt) if video_for else None)
         runner = build_runner(env, agent, job, task)
         runner.load(ckpt, map_location=job.device)
         closer = closer.pop_all()

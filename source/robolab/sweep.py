@@ -7,15 +7,24 @@ A job does not train inside the launcher's process: it starts ``scripts/train.py
 into the next (what breaks sweeps with an in-process simulator). A failing job is recorded, not raised, so the
 others still run; when the sweep ends, ``SweepSummary`` writes ``summary.csv`` and ``summary.md`` in the sweep
 directory with every job's overrides, exit status and ``summary.json`` metrics.
+
+On a node with several GPUs the jobs run side by side (Hydra's joblib launcher, ``--jobs_per_node`` of them,
+default: as many as the GPUs hold), each on GPUs of its own: a job takes a free slot (a lock file in the sweep
+directory) and its child sees only that slot's GPUs through ``CUDA_VISIBLE_DEVICES``. On a CPU machine they run
+one after another unless ``--jobs_per_node`` says otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import fcntl
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +55,16 @@ TRAIN_MODULE = "robolab.cli.train"  # run as a module: an installed wheel has no
 
 def child_command(args: argparse.Namespace, job_overrides: list[str], log_root: str) -> list[str]:
     """The command that trains one sweep point: the sweep's own flags, the point's overrides, its own log root."""
-    flags = ["--task", args.task, "--log_root", log_root]
-    for name in ("num_envs", "max_iterations", "device", "run_name", "check_replication_every"):
+    flags = ["--task", args.task, "--agent", args.agent, "--log_root", log_root]
+    for name in ("num_envs", "max_iterations", "device", "run_name", "experiment_name", "logger", "seed"):
         value = getattr(args, name)
         if value is not None:
             flags += [f"--{name}", str(value)]
-    if args.headless:
-        flags.append("--headless")
+    if args.check_replication_every is not None:
+        flags += ["--check_replication_every", str(args.check_replication_every)]
+    flags += [f"--{name}" for name in ("headless", "video", "export_io_descriptors") if getattr(args, name)]
     if args.distributed:
-        nproc = args.nproc_per_node or max(1, torch.cuda.device_count())
+        nproc = gpus_per_job(args)
         launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
         return [*launcher, "-m", TRAIN_MODULE, "--distributed", *flags, *job_overrides]
     return [sys.executable, "-m", TRAIN_MODULE, *flags, *job_overrides]
@@ -67,15 +77,23 @@ def run_job(args: argparse.Namespace, cfg: DictConfig) -> dict[str, Any]:
     # The child re-applies the Hydra form itself; the table shows what the user typed.
     overrides = user_overrides([o for o in hc.overrides.task if not o.startswith("task=")])
     cmd = child_command(args, overrides, str(job_dir / "logs"))
-    with open(job_dir / "train.log", "w") as log:
-        returncode = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
-    run_dir = checkpoint.latest_run(str(job_dir / "logs" / cfg.agent.experiment_name))
+    sweep_dir = Path(hc.sweep.dir)
+    with job_slot(sweep_dir, jobs_per_node(args)) as slot, open(job_dir / "train.log", "w") as log:
+        env, devices = child_env(slot, gpus_per_job(args), visible_gpus())
+        started = time.time()
+        returncode = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        ended = time.time()
+    run_dir = checkpoint.latest_run(str(job_dir / "logs" / (args.experiment_name or cfg.agent.experiment_name)))
     result: dict[str, Any] = {
         "job": hc.job.num,
         "overrides": " ".join(overrides),
         "status": "ok" if returncode == 0 else "failed",
         "returncode": returncode,
         "run_dir": run_dir,
+        "slot": slot,
+        "cuda_visible_devices": devices,
+        "started": started,
+        "ended": ended,
     }
     summary_path = Path(run_dir or "", "summary.json")
     if run_dir and summary_path.is_file():
@@ -127,13 +145,85 @@ def _fmt(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+# --- jobs side by side, one set of GPUs each ----------------------------------------------------------------
+def visible_gpus() -> list[str]:
+    """This node's GPUs as ``CUDA_VISIBLE_DEVICES`` names them (the physical ids when it is unset)."""
+    count = torch.cuda.device_count()
+    given = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return given[:count] if given else [str(i) for i in range(count)]
+
+
+def gpus_per_job(args: argparse.Namespace) -> int:
+    """Processes of one job: ``--nproc_per_node`` with ``--distributed`` (default: every GPU), else 1."""
+    if not args.distributed:
+        return 1
+    return args.nproc_per_node or max(1, torch.cuda.device_count())
+
+
+def jobs_per_node(args: argparse.Namespace) -> int:
+    """``--jobs_per_node``, else as many jobs as the GPUs hold (1 on a CPU machine, or on the CPU device)."""
+    if args.jobs_per_node is not None:
+        if args.jobs_per_node <= 0:
+            raise ValueError(f"--jobs_per_node={args.jobs_per_node}: must be a positive integer")
+        return args.jobs_per_node
+    if str(args.device or "").startswith("cpu"):
+        return 1
+    return max(1, len(visible_gpus()) // gpus_per_job(args))
+
+
+@contextlib.contextmanager
+def job_slot(sweep_dir: Path, slots: int):
+    """A slot number in ``range(slots)`` that no other running job of the sweep holds (an flock per slot); the
+    launcher runs at most ``slots`` jobs at once, so one is always free soon."""
+    lock_dir = sweep_dir / ".slots"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    while True:
+        for slot in range(slots):
+            with open(lock_dir / f"{slot}.lock", "w") as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                try:
+                    yield slot
+                finally:
+                    fcntl.flock(f, fcntl.LOCK_UN)
+                return
+        time.sleep(0.2)
+
+
+def child_env(slot: int, gpus_per_job: int, gpus: list[str]) -> tuple[dict[str, str], str | None]:
+    """The child's environment: the GPUs of ``slot`` only, when the node has GPUs; (env, CUDA_VISIBLE_DEVICES)."""
+    env = dict(os.environ)
+    if not gpus:
+        return env, None
+    mine = gpus[slot * gpus_per_job : (slot + 1) * gpus_per_job]
+    if len(mine) < gpus_per_job:
+        raise ValueError(
+            f"sweep slot {slot} needs {gpus_per_job} GPUs but the node has {len(gpus)}: lower --jobs_per_node"
+        )
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(mine)
+    return env, env["CUDA_VISIBLE_DEVICES"]
+
+
+def launcher_overrides(args: argparse.Namespace, overrides: list[str]) -> list[str]:
+    """Side-by-side jobs through Hydra's joblib launcher, unless the user picked a launcher (Slurm, ...)."""
+    jobs = jobs_per_node(args)
+    if jobs == 1 or any(o.startswith(("hydra/launcher=", "hydra.launcher.")) for o in overrides):
+        return []
+    return ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}"]
+
+
 def run_sweep(args: argparse.Namespace, overrides: list[str]) -> None:
     """Hand the sweep to Hydra's multirun (sweeper + launcher) with ``run_job`` as the job function."""
-    hydra_task = tasks.hydra_task_name(args.task)
+    hydra_task = tasks.hydra_task_name(args.task, args.agent)
     register_schemas()
-    sys.argv = [sys.argv[0], "--multirun", f"task={hydra_task}", *hydra_overrides(overrides)]
+    launcher = launcher_overrides(args, overrides)
+    sys.argv = [sys.argv[0], "--multirun", f"task={hydra_task}", *hydra_overrides(overrides), *launcher]
     if args.sweep_dir:
         sys.argv.append(f"hydra.sweep.dir={args.sweep_dir}")
+    if launcher:
+        print(f"[robolab] sweep: {jobs_per_node(args)} jobs side by side ({gpus_per_job(args)} GPU(s) each)")
     main = hydra.main(config_path=config_source(), config_name="train", version_base="1.3")(
         lambda cfg: run_job(args, cfg)
     )

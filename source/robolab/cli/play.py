@@ -1,4 +1,5 @@
-"""``scripts/play.py``: run a trained policy, report tracking error and fall rate, export ONNX and TorchScript."""
+"""``scripts/play.py``: run a trained policy, report tracking error and fall rate, watch it live, export ONNX and
+TorchScript."""
 
 from __future__ import annotations
 
@@ -7,80 +8,128 @@ import json
 import os
 import sys
 
-from robolab import checkpoint, evaluation, tasks
-from robolab.cli import one_line_errors
+import torch
+
+from robolab import evaluation, runs, tasks, viewer
+from robolab.cli import check_unknown, one_line_errors
 from robolab.config import ConfigError
-from robolab.session import DEFAULT_LOG_ROOT, DEFAULT_TASK, prepare_policy
+from robolab.session import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions, prepare_policy
+from robolab.video import check_renderer
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        description="Evaluate and export a trained policy. Unknown arguments are Hydra overrides."
+        description="Evaluate, watch and export a trained policy. Arguments without -- are Hydra overrides."
     )
     p.add_argument("--task", default=DEFAULT_TASK)
-    source = p.add_mutually_exclusive_group()
-    source.add_argument("--checkpoint", default=None, help="a model_<it>.pt file")
-    source.add_argument("--run", default=None, help="a run directory (its newest checkpoint is used)")
-    p.add_argument("--log_root", default=DEFAULT_LOG_ROOT, help="where to look for the newest run")
-    p.add_argument("--num_envs", type=int, default=64)
-    p.add_argument("--steps", type=int, default=None, help="control steps to run (default: one episode)")
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--device", default="cpu")
-    p.add_argument(
-        "--video", action="store_true", help="render env 0 to <run>/videos/play.mp4 (needs an OpenGL backend)"
+    p.add_argument("--agent", default=DEFAULT_AGENT, help="the task's agent config entry point")
+    select = p.add_argument_group("which checkpoint (Isaac Lab's flags; default: the newest of the experiment)")
+    select.add_argument("--log_root", default=DEFAULT_LOG_ROOT, help="root of all experiment directories")
+    select.add_argument("--experiment_name", default=None, help="experiment directory (default: the task's)")
+    select.add_argument("--load_run", default=None, help="a run directory, or a regex over run names (newest match)")
+    select.add_argument("--run", dest="load_run", help="same as --load_run")
+    select.add_argument(
+        "--checkpoint", default=None, help="a model_<it>.pt file, or a regex over checkpoint names (highest iteration)"
     )
-    p.add_argument("--video_length", type=int, default=250, help="frames to record")
+    p.add_argument("--num_envs", type=int, default=64)
+    p.add_argument(
+        "--steps", type=int, default=None, help="control steps (default: one episode; --viewer: until Ctrl-C)"
+    )
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
+    p.add_argument("--real-time", "--real_time", dest="real_time", action="store_true", help="run at the control rate")
+    p.add_argument("--video", action="store_true", help="record a clip to <run>/videos/play/")
+    p.add_argument("--video_length", type=int, default=250, help="env steps to record")
+    p.add_argument(
+        "--viewer",
+        nargs="?",
+        const="auto",
+        default=None,
+        choices=("auto", "native", "web"),
+        help="watch live: MuJoCo's window (native), a web page (web; for headless nodes), auto: native with a display",
+    )
+    p.add_argument("--viewer_port", type=int, default=8080, help="web viewer: the HTTP port")
+    p.add_argument("--viewer_envs", type=int, default=4, help="web viewer: how many envs to show")
     p.add_argument("--no_export", action="store_true", help="skip writing exported/policy.onnx and policy.pt")
     return p
 
 
 def checkpoint_finder(args: argparse.Namespace):
-    """``agent -> checkpoint path``: the given file, or the newest checkpoint of the run or experiment."""
+    """``agent -> checkpoint path``: Isaac Lab's selection (``runs.select_checkpoint``) in the experiment."""
 
     def find(agent: dict) -> str:
-        if args.checkpoint:
-            if not os.path.isfile(args.checkpoint):
-                raise FileNotFoundError(f"--checkpoint={args.checkpoint!r}: no such file")
-            return args.checkpoint
-        where = args.run or os.path.join(args.log_root, agent["experiment_name"])
-        run_dir = args.run or checkpoint.latest_run(where)
-        found = checkpoint.latest_checkpoint(run_dir) if run_dir else None
-        if found is None:
-            raise FileNotFoundError(f"no checkpoint found in {where!r} (train first, or pass --checkpoint)")
-        return found
+        experiment = args.experiment_name or agent["experiment_name"]
+        return runs.select_checkpoint(os.path.join(args.log_root, experiment), args.load_run, args.checkpoint)
 
     return find
 
 
 def play(argv: list[str] | None = None) -> dict:
-    args, overrides = build_parser().parse_known_args(argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    overrides = check_unknown(parser, rest)
     if args.num_envs <= 0:
         raise ConfigError(f"--num_envs={args.num_envs}: must be a positive integer")
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     isaaclab_task = tasks.is_isaaclab_task(args.task)
-    if args.video and isaaclab_task:
-        raise ConfigError(f"--video: renders the embedded MuJoCo tasks only, not {args.task}")
-    if args.video:
-        evaluation.check_renderer()
+    if args.viewer and isaaclab_task:
+        raise ConfigError(f"--viewer: shows the embedded MuJoCo tasks; {args.task} plays in Isaac Lab's own visualiser")
+    viewer_kind = viewer.pick_viewer(args.viewer) if args.viewer else None
+    if args.video and not isaaclab_task:
+        check_renderer()
     eval_overrides = evaluation.ISAACLAB_EVAL_OVERRIDES if isaaclab_task else evaluation.EVAL_OVERRIDES
     extra = [f"env.num_envs={args.num_envs}"] + ([f"seed={args.seed}"] if args.seed is not None else [])
-    session = prepare_policy(args.task, eval_overrides + extra + overrides, args.device, checkpoint_finder(args))
+    video_for = _isaaclab_video(args) if args.video and isaaclab_task else None
+    session = prepare_policy(
+        args.task, eval_overrides + extra + overrides, device, checkpoint_finder(args), args.agent, video_for
+    )
     with session.closer:
         runner, env = session.runner, session.env
-        policy = runner.get_inference_policy(device=args.device)
+        policy = runner.get_inference_policy(device=device)
         run_dir = os.path.dirname(os.path.abspath(session.checkpoint))
         result: dict = {"checkpoint": os.path.abspath(session.checkpoint)}
         if not args.no_export:
             result["exported"] = evaluation.export_policy(runner, os.path.join(run_dir, "exported"))
-        result.update(evaluation.evaluate(env, policy, args.steps or int(env.max_episode_length)))
-        if args.video:
-            video = os.path.join(run_dir, "videos", "play.mp4")
+        steps = args.steps or (None if viewer_kind else int(env.max_episode_length))
+        if viewer_kind is not None:
+            result.update(_watch(env, policy, viewer_kind, args, steps))
+        else:
+            result.update(evaluation.evaluate(env, policy, steps, real_time=args.real_time))
+        if args.video and not isaaclab_task:
+            video = os.path.join(run_dir, "videos", "play", "play.mp4")
+            policy.reset()  # a fresh memory for the clip's own rollout
             result["video"] = evaluation.record_video(env, policy, video, args.video_length)
     print(json.dumps(result, indent=2))
     return result
 
 
+def _watch(env, policy, kind: str, args: argparse.Namespace, steps: int | None) -> dict:
+    shown = viewer.WebViewer(env, args.viewer_port, num_shown=args.viewer_envs) if kind == "web" else None
+    shown = shown or viewer.NativeViewer(env)
+    if isinstance(shown, viewer.WebViewer):
+        print(
+            f"[robolab] web viewer: {shown.url} (on a remote node: ssh -L {args.viewer_port}:localhost:"
+            f"{args.viewer_port} <node>, then open http://localhost:{args.viewer_port})",
+            flush=True,
+        )
+    try:
+        return evaluation.evaluate(
+            env, policy, steps, real_time=True, on_step=lambda e, errors: shown.update(e.commands, errors)
+        )
+    finally:
+        shown.close()
+
+
+def _isaaclab_video(args: argparse.Namespace):
+    def video_for(checkpoint_path: str) -> VideoOptions:
+        run_dir = os.path.dirname(os.path.abspath(checkpoint_path))
+        return VideoOptions(os.path.join(run_dir, "videos", "play"), args.video_length, args.video_length * 1000)
+
+    return video_for
+
+
 def main(argv: list[str] | None = None) -> int:
-    # RuntimeError too: a missing OpenGL backend for --video is reported that way (evaluation.check_renderer).
+    # RuntimeError too: a missing OpenGL backend for --video is reported that way (robolab.video.check_renderer).
     return one_line_errors(lambda: play(argv), extra=(RuntimeError,))
 
 

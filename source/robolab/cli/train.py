@@ -11,39 +11,74 @@ import argparse
 import sys
 
 from robolab import tasks
-from robolab.cli import one_line_errors
-from robolab.session import DEFAULT_LOG_ROOT, DEFAULT_TASK, TrainOptions, prepare_training, run_training
+from robolab.cli import bare_resume, check_unknown, one_line_errors
+from robolab.session import (
+    DEFAULT_AGENT,
+    DEFAULT_LOG_ROOT,
+    DEFAULT_TASK,
+    LOGGERS,
+    TrainOptions,
+    prepare_training,
+    run_training,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        description="Train a locomotion policy with RSL-RL. Unknown arguments are Hydra overrides.",
-        epilog="example: python scripts/train.py --task RoboLab-Velocity-Flat-Go2-v0 "
+        description="Train a locomotion policy with RSL-RL. Isaac Lab's rsl_rl flags keep their meaning; "
+        "arguments without -- are Hydra overrides (agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time=0.5).",
+        epilog="example: python scripts/train.py --task RoboLab-Velocity-Flat-Go2-v0 --max_iterations 300 "
         "agent.algorithm.learning_rate=3e-4",
     )
     p.add_argument("--task", default=DEFAULT_TASK, help="task id (see --list_tasks)")
     p.add_argument("--list_tasks", action="store_true", help="print the registered task ids and exit")
+    p.add_argument(
+        "--agent", default=DEFAULT_AGENT, help="the task's agent config entry point (--list_tasks shows each task's)"
+    )
     p.add_argument("--num_envs", type=int, default=None, help="environments per process")
-    p.add_argument("--max_iterations", type=int, default=None, help="final training iteration count")
-    p.add_argument("--seed", type=int, default=None, help="base seed; each process adds its global rank")
+    p.add_argument(
+        "--max_iterations",
+        type=int,
+        default=None,
+        help="a new run: iterations to train; --resume (or --load_run/--checkpoint): that many more, as in Isaac Lab; "
+        "a restarted job (--resume auto, torchrun or Slurm restart) keeps its planned final iteration",
+    )
+    p.add_argument(
+        "--seed", type=int, default=None, help="base seed, each process adds its global rank; -1 draws one (logged)"
+    )
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
     p.add_argument("--distributed", action="store_true", help="one process per GPU (or CPU rank) from the launcher")
-    p.add_argument(
-        "--headless", action="store_true", help="accepted for Isaac Lab parity; the embedded sim never opens a window"
-    )
-    p.add_argument("--log_root", default=DEFAULT_LOG_ROOT, help="root of all experiment directories")
-    p.add_argument("--run_name", default=None, help="suffix of the run directory name")
-    p.add_argument(
+    p.add_argument("--headless", action="store_true", help="no window (the embedded sim never opens one)")
+    logs = p.add_argument_group("runs and logging (Isaac Lab's rsl_rl flags)")
+    logs.add_argument("--log_root", default=DEFAULT_LOG_ROOT, help="root of all experiment directories")
+    logs.add_argument("--experiment_name", default=None, help="experiment directory name (default: the task's)")
+    logs.add_argument("--run_name", default=None, help="suffix of the run directory name")
+    logs.add_argument(
         "--resume",
         nargs="?",
         const="latest",
         default=None,
         metavar="auto|latest|RUN_DIR|CHECKPOINT",
-        help="continue the newest run of the experiment (latest), the newest if any else start fresh (auto), "
-        "or a given run directory or checkpoint file",
+        help="continue a run in its own directory: the newest of the experiment (bare --resume, latest), the newest "
+        "if any else a new run (auto, for jobs a launcher may restart), or a given run directory or checkpoint file",
     )
-    p.add_argument("--check_replication_every", type=int, default=None, help="compare all ranks every N iterations")
-    p.add_argument(
+    logs.add_argument("--load_run", default=None, help="with --resume: regex over run directory names (newest match)")
+    logs.add_argument(
+        "--checkpoint", default=None, help="with --resume: regex over checkpoint names (highest iteration), or a file"
+    )
+    logs.add_argument("--logger", default=None, choices=LOGGERS, help="tensorboard (default), wandb or neptune")
+    logs.add_argument("--log_project_name", default=None, help="wandb/neptune project (default: the experiment name)")
+    logs.add_argument("--video", action="store_true", help="rank 0 records videos to <run>/videos/train/")
+    logs.add_argument("--video_length", type=int, default=200, help="env steps per recorded clip")
+    logs.add_argument("--video_interval", type=int, default=2000, help="env steps between clip starts")
+    logs.add_argument(
+        "--export_io_descriptors", action="store_true", help="write the policy's inputs and outputs to params/"
+    )
+    robolab = p.add_argument_group("robolab")
+    robolab.add_argument(
+        "--check_replication_every", type=int, default=None, help="compare all ranks every N iterations"
+    )
+    robolab.add_argument(
         "--teacher_checkpoint",
         default=None,
         help="distillation: the PPO checkpoint of the teacher (default: newest of agent.teacher_experiment)",
@@ -56,15 +91,30 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="processes per sweep job with --distributed (default: visible GPUs, else 1)",
     )
+    sweep.add_argument(
+        "--jobs_per_node",
+        type=int,
+        default=None,
+        help="sweep jobs run side by side, each on its own GPUs (default: visible GPUs / GPUs per job; 1 on a CPU)",
+    )
     sweep.add_argument("--sweep_dir", default=None, help="sweep directory (default: multirun/<timestamp>)")
     return p
 
 
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """The flags, and the Hydra overrides; an unknown ``--flag`` is an error naming the closest known one."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(bare_resume(sys.argv[1:] if argv is None else argv))
+    return args, check_unknown(parser, rest)
+
+
 def train(argv: list[str] | None = None) -> dict | None:
-    args, hydra_overrides = build_parser().parse_known_args(argv)
+    args, hydra_overrides = parse(argv)
     if args.list_tasks:
         for task_id in tasks.list_tasks():
-            print(f"{task_id:40s} {tasks.task_kwargs(task_id)['description']}")
+            agents = ", ".join(a for a in tasks.agent_entry_points(task_id) if a != DEFAULT_AGENT)
+            more = f" (--agent {agents})" if agents else ""
+            print(f"{task_id:40s} {tasks.task_kwargs(task_id)['description']}{more}")
         return None
     if args.multirun:
         from robolab.sweep import run_sweep

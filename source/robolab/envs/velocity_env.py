@@ -95,6 +95,42 @@ class VelocityEnv(VecEnv):
             )
         return float(getattr(self.cfg.rewards, field_name))
 
+    def io_descriptors(self) -> dict:
+        """What a deployment (or another simulator) must feed the policy and do with its actions, by name:
+        the policy group's terms in order with widths and noise, the action's joints, scale and offsets, and
+        the control rate (``--export_io_descriptors`` writes it to ``params/io_descriptors.yaml``)."""
+        nz, robot = self.cfg.noise, self.cfg.robot
+        policy = [
+            {
+                "name": term.name,
+                "shape": [int(term.func(self).shape[1])],
+                "noise_half_width": float(getattr(nz, term.noise)) if term.noise and nz.enabled else 0.0,
+            }
+            for term in POLICY_TERMS
+        ]
+        privileged = [{"name": t.name, "shape": [int(t.func(self).shape[1])]} for t in PRIVILEGED_TERMS]
+        return {
+            "observations": {
+                "policy": {"terms": policy, "history": self.cfg.policy_history},
+                "critic": {
+                    "terms": [{k: v for k, v in t.items() if k != "noise_half_width"} for t in policy] + privileged
+                },
+            },
+            "actions": {
+                "type": "joint_position",
+                "joint_names": list(robot.joint_names),
+                "scale": float(self.cfg.action_scale),
+                "offset": [float(v) for v in robot.default_joint_pos],
+            },
+            "articulation": {
+                "joint_names": list(robot.joint_names),
+                "stiffness": float(robot.stiffness),
+                "damping": float(robot.damping),
+                "torque_limits": [float(v) for v in robot.torque_limits],
+            },
+            "scene": {"physics_dt": float(self.cfg.sim_dt), "decimation": int(self.cfg.decimation), "dt": self.step_dt},
+        }
+
     # --- rsl_rl VecEnv --------------------------------------------------------------------------------
     def get_observations(self) -> TensorDict:
         return self._obs

@@ -11,6 +11,7 @@ counts) and rank 0 writes them. From rsl_rl it keeps the public writer life cycl
 from __future__ import annotations
 
 import datetime
+import pathlib
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -19,6 +20,7 @@ import torch
 from robolab import distributed
 from robolab.distributed import DistributedContext
 from robolab.rsl_rl_api import Logger as RslRlLogger
+from robolab.rsl_rl_api import LogWriter
 
 REWARD_KEY = "Train/mean_reward"
 LENGTH_KEY = "Train/mean_episode_length"
@@ -151,6 +153,15 @@ class TrainingLogger(RslRlLogger):
         if self.writer is not None:
             self._write_scalars(record)
             print(self._console_block(record))
+            self._upload_videos(record.it)
+
+    def _upload_videos(self, it: int) -> None:
+        """Completed clips (``robolab.video`` writes under a hidden name until a clip is closed) go to a writer
+        that stores videos (W&B), as rsl_rl's own ``log`` does; each file once."""
+        if isinstance(self.writer, LogWriter) and self.log_dir is not None:
+            for video in sorted(pathlib.Path(self.log_dir).rglob("*.mp4")):
+                if not video.name.startswith("."):
+                    self.writer.save_video(video, it)
 
     def _write_scalars(self, r: IterationRecord) -> None:
         add = self.writer.add_scalar

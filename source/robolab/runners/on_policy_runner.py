@@ -54,6 +54,8 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         self.stop_requested = False
         """Set (by a signal handler) to end training after the current iteration, with a checkpoint."""
         self.stopped_early = False
+        self.planned_final_iteration: int | None = None
+        """The iteration count the run plans to reach; saved in checkpoints so a restarted job keeps it."""
 
     def _multi_gpu_cfg(self) -> dict | None:
         ctx = self.dist_ctx
@@ -182,6 +184,7 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         saved["iter"] = self.current_learning_iteration
         saved["infos"] = infos
         saved["world_size"] = self.gpu_world_size
+        saved["final_iteration"] = self.planned_final_iteration
         saved["rng_state"] = self._rng_state()
         checkpoint.save_atomic(saved, path)
         self.logger.save_model(path, self.current_learning_iteration)
@@ -199,6 +202,7 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         if resumed:
             # model_<it>.pt is the state after iteration it: continue with the next one.
             self.current_learning_iteration = loaded["iter"] + 1
+            self.planned_final_iteration = loaded.get("final_iteration")
         self._restore_rng(loaded.get("rng_state"), loaded.get("world_size", 1))
         return loaded.get("infos")
 

@@ -12,6 +12,8 @@ import importlib
 import gymnasium as gym
 
 PREFIX = "RoboLab-"
+DEFAULT_AGENT = "rsl_rl_cfg_entry_point"
+"""Isaac Lab's name for a task's rsl_rl agent config (``--agent`` picks another of the task's entry points)."""
 
 
 def register_task(
@@ -21,8 +23,13 @@ def register_task(
     description: str,
     entry_point: str = "robolab.envs:VelocityEnv",
     extra: dict | None = None,
+    agents: dict[str, str] | None = None,
 ) -> None:
-    """Register ``task_id``; ``extra`` kwargs are for other frameworks (Isaac Lab's agent entry points)."""
+    """Register ``task_id``; ``extra`` kwargs are for other frameworks (Isaac Lab's agent entry points).
+
+    ``agents`` maps further agent entry point names (``--agent``) to Hydra task configs; the default one,
+    ``rsl_rl_cfg_entry_point``, is ``hydra_task``.
+    """
     if task_id in gym.registry:
         return
     gym.register(
@@ -33,6 +40,7 @@ def register_task(
             "env_cfg_entry_point": env_cfg_entry_point,
             "hydra_task": hydra_task,
             "description": description,
+            "robolab_agents": {DEFAULT_AGENT: hydra_task, **(agents or {})},
             **(extra or {}),
         },
     )
@@ -60,5 +68,13 @@ def load_env_cfg(task_id: str):
     return getattr(importlib.import_module(module_name), attr)()
 
 
-def hydra_task_name(task_id: str) -> str:
-    return task_kwargs(task_id)["hydra_task"]
+def hydra_task_name(task_id: str, agent: str = DEFAULT_AGENT) -> str:
+    """The Hydra task config of ``task_id``'s agent entry point ``agent``."""
+    agents = task_kwargs(task_id)["robolab_agents"]
+    if agent not in agents:
+        raise ValueError(f"--agent={agent!r}: {task_id} has the agent configs {', '.join(sorted(agents))}")
+    return agents[agent]
+
+
+def agent_entry_points(task_id: str) -> list[str]:
+    return sorted(task_kwargs(task_id)["robolab_agents"])

@@ -7,6 +7,7 @@ The wrapper is Isaac Lab's ``RslRlVecEnvWrapper`` plus the two things robolab's 
 from __future__ import annotations
 
 import contextlib
+import os
 
 import gymnasium as gym
 import torch
@@ -29,12 +30,13 @@ class RoboLabVecEnv(RslRlVecEnvWrapper):
 
 
 def make_isaaclab_env(
-    task_id: str, env_overrides: dict, device: str, seed: int, stack: contextlib.ExitStack
+    task_id: str, env_overrides: dict, device: str, seed: int, stack: contextlib.ExitStack, video=None
 ) -> RoboLabVecEnv:
     """The Isaac Lab env of ``task_id`` on ``device``, alive until ``stack`` closes (simulation included).
 
     ``env_overrides`` are ``env.*`` keys from the command line; ``num_envs`` goes to ``scene.num_envs``, the
-    rest update Isaac Lab's config class (an unknown key is an error naming it).
+    rest update Isaac Lab's config class (an unknown key is an error naming it). ``video`` (directory, length,
+    interval) sets up Isaac Lab's own recorder, as its ``--video`` flag does.
     """
     from isaaclab.app import launch_simulation
     from isaaclab_tasks.utils import resolve_task_config
@@ -44,10 +46,40 @@ def make_isaaclab_env(
     apply_env_overrides(env_cfg, env_overrides)
     env_cfg.sim.device = device
     env_cfg.seed = seed
-    stack.enter_context(launch_simulation(env_cfg, {"headless": True, "device": device}))
+    if video is not None:
+        configure_video(env_cfg, video)
+    launch = {"headless": True, "device": device}
+    if video is not None:
+        launch["visualizer"] = [VIDEO_VISUALIZER]
+    stack.enter_context(launch_simulation(env_cfg, launch))
     env = gym.make(task_id, cfg=env_cfg)
     stack.callback(env.close)
     return RoboLabVecEnv(env)
+
+
+# Kitless Isaac Lab records from Newton's OpenGL visualizer (Isaac Lab's default, Kit, needs Isaac Sim).
+VIDEO_VISUALIZER = "newton"
+
+
+def configure_video(env_cfg, video) -> None:
+    """Isaac Lab's recorder (``apply_video_recording``, what its ``--video`` does) writing to ``video.directory``."""
+    import argparse
+
+    from isaaclab_rl.entrypoints.common import apply_video_recording
+
+    from robolab.config import ConfigError
+
+    args = argparse.Namespace(
+        video=True, video_length=video.length, video_interval=video.interval, visualizer=[VIDEO_VISUALIZER]
+    )
+    try:
+        # Isaac Lab writes to <log_dir>/videos/<subdir>: video.directory is <run>/videos/{train,play}
+        run_dir, subdir = os.path.dirname(os.path.dirname(video.directory)), os.path.basename(video.directory)
+        apply_video_recording(env_cfg, run_dir, args, subdir=subdir)
+    except ValueError as err:
+        raise ConfigError(f"--video: {' '.join(str(err).split())}") from None
+    for recorder in env_cfg.video_recorders:
+        recorder.output_dir = recorder.output_dir or video.directory
 
 
 def apply_env_overrides(env_cfg, env_overrides: dict) -> None:

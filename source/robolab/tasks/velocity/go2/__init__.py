@@ -7,6 +7,7 @@ register_task(
     env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2FlatEnvCfg",
     hydra_task="go2_flat",
     description="Go2-class quadruped, flat ground, velocity tracking (embedded MuJoCo, CPU)",
+    agents={"rsl_rl_amp_cfg_entry_point": "go2_flat_amp"},
 )
 
 register_task(
@@ -14,6 +15,7 @@ register_task(
     env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2FlatEnvCfg",
     hydra_task="go2_flat_teacher",
     description="Go2-class quadruped, flat ground: PPO teacher on privileged observations (for distillation)",
+    agents={"rsl_rl_distillation_cfg_entry_point": "go2_flat_distillation"},
 )
 
 register_task(

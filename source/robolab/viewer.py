@@ -1,0 +1,140 @@
+"""Watching a policy live: MuJoCo's own viewer on a desktop, a web page (viser) on a headless GPU node.
+
+Both show the embedded tasks' MuJoCo state; ``play.py --viewer`` steps the policy and calls ``update`` once per
+control step. The web page draws every visible geom of the first ``num_shown`` envs side by side (2 m apart),
+follows env 0 with the camera and shows each shown env's velocity command and tracking error.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+SPACING_M = 2.0  # envs share one world frame in the embedded backend; shown side by side instead
+
+
+def pick_viewer(requested: str) -> str:
+    """``auto``: MuJoCo's window where there is a display, else the web page."""
+    if requested == "auto":
+        return "native" if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") else "web"
+    if requested not in ("native", "web"):
+        raise ValueError(f"--viewer={requested!r}: allowed: auto, native, web")
+    return requested
+
+
+def geom_mesh(model, geom_id: int):
+    """A trimesh of one MuJoCo geom in its own frame; None for planes (drawn as the grid) and unknown types."""
+    import mujoco
+    import trimesh
+
+    kind, size = int(model.geom_type[geom_id]), model.geom_size[geom_id]
+    t = mujoco.mjtGeom
+    if kind == t.mjGEOM_SPHERE:
+        return trimesh.creation.icosphere(subdivisions=2, radius=size[0])
+    if kind == t.mjGEOM_ELLIPSOID:
+        mesh = trimesh.creation.icosphere(subdivisions=2, radius=1.0)
+        mesh.apply_scale(size[:3])
+        return mesh
+    if kind == t.mjGEOM_CAPSULE:
+        return trimesh.creation.capsule(height=2 * size[1], radius=size[0], count=[12, 12])
+    if kind == t.mjGEOM_CYLINDER:
+        return trimesh.creation.cylinder(radius=size[0], height=2 * size[1], sections=16)
+    if kind == t.mjGEOM_BOX:
+        return trimesh.creation.box(extents=2 * size[:3])
+    if kind == t.mjGEOM_MESH:
+        mesh_id = int(model.geom_dataid[geom_id])
+        v0, nv = int(model.mesh_vertadr[mesh_id]), int(model.mesh_vertnum[mesh_id])
+        f0, nf = int(model.mesh_faceadr[mesh_id]), int(model.mesh_facenum[mesh_id])
+        return trimesh.Trimesh(model.mesh_vert[v0 : v0 + nv], model.mesh_face[f0 : f0 + nf], process=False)
+    return None
+
+
+class WebViewer:
+    """A viser server showing the robots; open ``http://<host>:<port>`` in a browser."""
+
+    def __init__(self, env, port: int = 8080, host: str = "0.0.0.0", num_shown: int = 4):
+        import viser
+
+        self.env = env
+        self.env_ids = list(range(min(num_shown, env.num_envs)))
+        self.server = viser.ViserServer(host=host, port=port, verbose=False)
+        self.server.scene.add_grid("/ground", width=40.0, height=40.0, cell_size=0.5)
+        model, _ = env.backend.render_data(0)
+        self.geoms: list[tuple[int, int, object]] = []  # (env, geom, handle)
+        for env_id in self.env_ids:
+            for geom_id in range(model.ngeom):
+                rgba = model.geom_rgba[geom_id]
+                mesh = geom_mesh(model, geom_id) if rgba[3] > 0 and model.geom_group[geom_id] < 3 else None
+                if mesh is None:
+                    continue
+                handle = self.server.scene.add_mesh_simple(
+                    f"/env{env_id}/geom{geom_id}",
+                    vertices=np.asarray(mesh.vertices, dtype=np.float32),
+                    faces=np.asarray(mesh.faces, dtype=np.uint32),
+                    color=(np.asarray(rgba[:3]) * 255).astype(np.uint8),
+                )
+                self.geoms.append((env_id, geom_id, handle))
+        self.status = self.server.gui.add_markdown("starting")
+        self.frames = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://localhost:{self.server.get_port()}"
+
+    def set_robot_visible(self, visible: bool) -> None:
+        for _, _, handle in self.geoms:
+            handle.visible = visible  # type: ignore[attr-defined]
+
+    def update(self, commands, errors) -> None:
+        """Move every geom to its env's current pose; show commands (vx, vy, wz) and tracking errors (m/s)."""
+        import mujoco
+
+        quat = np.zeros(4)
+        follow = None
+        with self.server.atomic():
+            for env_id in self.env_ids:
+                _, data = self.env.backend.render_data(env_id)
+                offset = np.array([0.0, SPACING_M * env_id, 0.0])
+                if env_id == 0:
+                    follow = data.qpos[:3].copy()
+                for shown_env, geom_id, handle in self.geoms:
+                    if shown_env != env_id:
+                        continue
+                    mujoco.mju_mat2Quat(quat, data.geom_xmat[geom_id])
+                    handle.position = data.geom_xpos[geom_id] + offset  # type: ignore[attr-defined]
+                    handle.wxyz = quat.copy()  # type: ignore[attr-defined]
+            rows = [
+                f"| {i} | {commands[i][0]:+.2f} {commands[i][1]:+.2f} {commands[i][2]:+.2f} | {errors[i]:.3f} |"
+                for i in self.env_ids
+            ]
+            self.status.content = "| env | command vx vy wz | error m/s |\n|---|---|---|\n" + "\n".join(rows)
+        if follow is not None:
+            for client in self.server.get_clients().values():
+                client.camera.look_at = follow
+                client.camera.position = follow + np.array([-1.2, -1.2, 0.8])
+        self.frames += 1
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+class NativeViewer:
+    """MuJoCo's own passive viewer window on env 0."""
+
+    def __init__(self, env):
+        import mujoco.viewer
+
+        self.env = env
+        model, data = env.backend.render_data(0)
+        self.data = data
+        self.handle = mujoco.viewer.launch_passive(model, data)
+        self.frames = 0
+
+    def update(self, commands, errors) -> None:
+        self.env.backend.render_data(0)  # refreshes the shown MjData in place
+        self.handle.sync()
+        self.frames += 1
+
+    def close(self) -> None:
+        self.handle.close()

@@ -1,0 +1,118 @@
+"""The web viewer (``play.py --viewer web``) in a real headless browser: the page loads, the scene moves and the
+robot is in the picture (Debian's chromium and chromedriver, through selenium)."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import ROOT, TINY, free_port, run, train_cmd
+from robolab import evaluation, viewer
+from robolab.envs import VelocityEnv
+from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
+
+
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    driver_path = shutil.which("chromedriver")
+    assert driver_path, "chromium's driver is needed: apt-get install chromium chromium-driver"
+    options = Options()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=800,600"):
+        options.add_argument(arg)
+    # WebGL without a GPU: Chromium's software rasteriser
+    options.add_argument("--use-angle=swiftshader")
+    options.add_argument("--enable-unsafe-swiftshader")
+    return webdriver.Chrome(service=Service(driver_path), options=options)
+
+
+def screenshot(driver) -> np.ndarray:
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(driver.get_screenshot_as_png())).convert("RGB")).astype(int)
+
+
+def dark_pixels(image: np.ndarray) -> int:
+    """The robot's geoms are dark grey; the ground, grid and page are light."""
+    return int((image.max(axis=-1) < 90).sum())
+
+
+def wait_for(predicate, timeout: float = 60.0) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError("timed out")
+
+
+@pytest.mark.slow
+def test_web_viewer_page_loads_updates_and_shows_the_robot():
+    cfg = Go2FlatEnvCfg(num_envs=2)
+    cfg.backend.num_threads = 1
+    env = VelocityEnv(cfg)
+    web = viewer.WebViewer(env, port=free_port(), num_shown=2)
+    stop = threading.Event()
+
+    def policy(obs):
+        if stop.is_set():
+            raise KeyboardInterrupt
+        return 0.5 * torch.randn(env.num_envs, env.num_actions)
+
+    loop = threading.Thread(
+        target=evaluation.evaluate,
+        args=(env, policy, None),
+        kwargs={"real_time": True, "on_step": lambda e, err: web.update(e.commands, err)},
+    )
+    loop.start()
+    driver = browser()
+    try:
+        driver.get(web.url)
+        assert driver.title == "Viser"
+        wait_for(lambda: "error m/s" in driver.page_source)  # the command / tracking error table
+        wait_for(lambda: dark_pixels(screenshot(driver)) > 2500)
+        first = screenshot(driver)
+        time.sleep(2.0)
+        second = screenshot(driver)
+        moved = int((np.abs(first - second).sum(axis=-1) > 30).sum())
+        assert moved > 200, f"the scene did not move: {moved} pixels changed"
+        # the robot is in the picture: hiding its geoms takes away a robot's worth of dark pixels (what stays dark
+        # is the panels' text)
+        with_robot = dark_pixels(screenshot(driver))
+        web.set_robot_visible(False)
+        time.sleep(1.5)
+        without_robot = dark_pixels(screenshot(driver))
+        assert with_robot - without_robot > 1000, (with_robot, without_robot)
+        assert web.frames > 20
+    finally:
+        driver.quit()
+        stop.set()
+        loop.join(timeout=30)
+        web.close()
+        env.close()
+
+
+@pytest.mark.slow
+def test_play_viewer_web_serves_and_reports(tmp_path):
+    logs = str(tmp_path / "logs")
+    assert run(train_cmd(*TINY, "--max_iterations", "1", "--log_root", logs)).returncode == 0
+    port = str(free_port())
+    play = [sys.executable, str(ROOT / "scripts" / "play.py"), "--log_root", logs, "--num_envs", "2"]
+    res = run([*play, "--viewer", "web", "--viewer_port", port, "--steps", "10", "--no_export"])
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"web viewer: http://localhost:{port}" in res.stdout and '"steps": 10' in res.stdout
+
+
+def test_viewer_choice():
+    assert viewer.pick_viewer("web") == "web"
+    with pytest.raises(ValueError, match="--viewer='vr': allowed: auto, native, web"):
+        viewer.pick_viewer("vr")
