@@ -113,6 +113,7 @@ _NAMES = {
     "PPO": PPO,
     "Distillation": Distillation,
     "Logger": Logger,
+    "LogWriter": LogWriter,
     "MLP": MLP,
     "EmpiricalNormalization": EmpiricalNormalization,
     "reduce_gradients_in_buckets": reduce_gradients_in_buckets,
