@@ -163,7 +163,11 @@ def test_play_evaluates_and_exports_onnx_matching_torch(log_root):
 @pytest.mark.slow
 def test_play_without_checkpoint_is_a_clear_error(log_root):
     res = run([sys.executable, PLAY, "--log_root", log_root])
-    assert res.returncode == 2 and "no checkpoint found" in res.stderr
+    assert (
+        res.returncode == 2
+        and "error: no checkpoint under" in res.stderr
+        and "train first, or pass --checkpoint FILE" in res.stderr
+    )
 
 
 @pytest.mark.slow
@@ -191,7 +195,7 @@ def test_play_records_a_video_headless(log_root):
         env=clean_env(MUJOCO_GL="egl"),
     )
     assert play.returncode == 0, play.stderr[-3000:]
-    video = run_dir / "videos" / "play.mp4"
+    video = run_dir / "videos" / "play" / "play.mp4"
     assert video.exists() and video.stat().st_size > 1000
 
     import imageio.v2 as imageio
