@@ -41,10 +41,18 @@ def build_go2_spec(cfg: RobotCfg) -> mujoco.MjSpec:
     for leg in LEGS:
         _add_leg(base, leg)
 
-    for joint, ctrl_range, limit in zip(cfg.joint_names, _joint_ranges(), cfg.torque_limits):
-        add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, ctrl_range)
+    # By joint name: cfg.joint_names may list the joints in any order (it is the policy's order, not the model's).
+    ranges = _joint_ranges()
+    unknown = [joint for joint in cfg.joint_names if joint not in ranges]
+    if unknown:
+        raise ValueError(f"robot.joint_names: joint {unknown[0]!r} is not in the model (it has: {sorted(ranges)})")
+    # (lengths that do not match are named by the loader's checks)
+    for joint, limit in zip(cfg.joint_names, cfg.torque_limits):
+        add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, ranges[joint])
 
-    spec.add_key(name="home", qpos=[0, 0, cfg.init_base_height, 1, 0, 0, 0, *cfg.default_joint_pos])
+    default = dict(zip(cfg.joint_names, cfg.default_joint_pos))
+    home = [default.get(joint, 0.0) for joint in ranges]  # qpos follows the model's joint order
+    spec.add_key(name="home", qpos=[0, 0, cfg.init_base_height, 1, 0, 0, 0, *home])
     return spec
 
 
@@ -123,5 +131,10 @@ def _add_leg(base: mujoco.MjsBody, leg: str) -> None:
     foot.add_site(name=f"{leg}_foot_site", size=[FOOT_RADIUS * 1.1, 0, 0])
 
 
-def _joint_ranges() -> list[tuple[float, float]]:
-    return [r for leg in LEGS for r in (HIP_RANGE, THIGH_RANGE[leg[0]], CALF_RANGE)]
+def _joint_ranges() -> dict[str, tuple[float, float]]:
+    """Each joint's range, in the model's joint order."""
+    return {
+        f"{leg}_{part}_joint": r
+        for leg in LEGS
+        for part, r in (("hip", HIP_RANGE), ("thigh", THIGH_RANGE[leg[0]]), ("calf", CALF_RANGE))
+    }

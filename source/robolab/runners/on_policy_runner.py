@@ -157,12 +157,13 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
 
     # --- checkpoints ------------------------------------------------------------------------------------
     def _rng_state(self) -> dict:
-        state = {"torch": torch.get_rng_state()}
+        state: dict[str, torch.Tensor | str] = {"torch": torch.get_rng_state()}
         if torch.cuda.is_available() and str(self.device).startswith("cuda"):
             state["cuda"] = torch.cuda.get_rng_state(self.device)
         generator = getattr(self.env, "generator", None)
         if isinstance(generator, torch.Generator):
             state["env"] = generator.get_state()
+            state["env_device"] = generator.device.type
         return state
 
     def identity(self) -> dict:
@@ -217,7 +218,15 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             if "cuda" in state and str(self.device).startswith("cuda"):
                 torch.cuda.set_rng_state(state["cuda"].cpu(), self.device)
             if "env" in state and isinstance(generator, torch.Generator):
-                generator.set_state(state["env"].cpu())
+                # A generator's state only fits a generator of the same kind: a GPU run resumed or played on a
+                # CPU (or the reverse) re-seeds. Checkpoints before "env_device" tell by the state's size.
+                same_kind = state.get("env_device", generator.device.type) == generator.device.type
+                try:
+                    if not same_kind:
+                        raise RuntimeError("generator of another device")
+                    generator.set_state(state["env"].cpu())
+                except RuntimeError:
+                    generator.manual_seed(1_000_003 * self.current_learning_iteration)
         else:
             seed = 1_000_003 * self.current_learning_iteration + self.gpu_global_rank
             torch.manual_seed(seed)

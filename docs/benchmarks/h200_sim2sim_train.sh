@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Sim2Sim source policy (issue 17): the Go2 task trained on MJX on one H200 (4096 envs, ITERS iterations, seed 1);
+# the run's checkpoint and params come back for scripts/sim2sim.py to judge in MuJoCo C and Isaac Lab's Newton.
+#   bash docs/benchmarks/h200_sim2sim_train.sh     (results in $OUT, default ./h200_out)
+set -uo pipefail
+OUT="${OUT:-h200_out}"; mkdir -p "$OUT/run/params"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site:$PWD/source
+fi
+ITERS="${ITERS:-200}"
+timeout 500 python3 scripts/train.py --device cuda --num_envs 4096 --max_iterations "$ITERS" --seed 1 \
+  env.backend=mjx --log_root /tmp/logs --experiment_name go2_mjx --run_name h200 agent.save_interval=50 \
+  > "$OUT/train.log" 2>&1
+echo "train rc=$?"
+RUN=$(ls -td /tmp/logs/go2_mjx/*_h200 | head -1)
+cp "$RUN/model_$((ITERS - 1)).pt" "$RUN/summary.json" "$OUT/run/"
+cp "$RUN/params/env.yaml" "$RUN/params/agent.yaml" "$OUT/run/params/"
+tail -c 1500 "$OUT/train.log"

@@ -1,0 +1,115 @@
+"""``scripts/sim2sim.py``: a checkpoint trained on one task, judged in its own env and in another task's env.
+
+    python scripts/sim2sim.py --task RoboLab-Isaac-Velocity-Flat-Go2 --target RoboLab-Velocity-Flat-Go2-v0
+    python scripts/sim2sim.py --target RoboLab-Velocity-Flat-Go2-v0 env.backend=mjx    # MuJoCo C -> MJX
+
+Both runs use the same env count, seed and number of steps, without observation noise or pushes. Arguments
+without -- are Hydra overrides of the target env. The result is printed as a table and written as JSON
+(``<run>/sim2sim/<target>.json`` unless ``--output``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+
+import torch
+
+from robolab import evaluation, runs, sim2sim, tasks
+from robolab.cli import check_unknown, one_line_errors
+from robolab.config import ConfigError
+from robolab.session import DEFAULT_LOG_ROOT, DEFAULT_TASK, env_config, join, open_env, prepare_policy
+from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg, quadruped_gaits
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description="Judge a trained policy in another simulator's env (Sim2Sim).")
+    p.add_argument("--task", default=DEFAULT_TASK, help="the task the checkpoint was trained on")
+    p.add_argument("--target", required=True, help="the task whose env judges it (another simulator)")
+    select = p.add_argument_group("which checkpoint (as play.py)")
+    select.add_argument("--log_root", default=DEFAULT_LOG_ROOT)
+    select.add_argument("--experiment_name", default=None)
+    select.add_argument("--load_run", default=None, help="a run directory, or a regex over run names")
+    select.add_argument("--checkpoint", default=None, help="a model_<it>.pt file, or a regex over checkpoint names")
+    p.add_argument("--num_envs", type=int, default=64)
+    p.add_argument("--steps", type=int, default=None, help="control steps in each env (default: one episode)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
+    p.add_argument("--output", default=None, help="the JSON file (default: <run>/sim2sim/<target>.json)")
+    return p
+
+
+def eval_overrides(task: str, num_envs: int, seed: int) -> list[str]:
+    base = evaluation.ISAACLAB_EVAL_OVERRIDES if tasks.is_isaaclab_task(task) else evaluation.EVAL_OVERRIDES
+    return [*base, f"env.num_envs={num_envs}", f"seed={seed}"]
+
+
+def run(argv: list[str] | None = None) -> dict:
+    parser = build_parser()
+    args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    target_overrides = check_unknown(parser, rest)
+    if args.num_envs <= 0:
+        raise ConfigError(f"--num_envs={args.num_envs}: must be a positive integer")
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    robot = go2_robot_cfg()  # the gait patterns scored in both envs (foot names are the same in both)
+    gaits, feet = quadruped_gaits(), list(robot.foot_bodies)
+
+    def find(agent: dict) -> str:
+        experiment = args.experiment_name or agent["experiment_name"]
+        return runs.select_checkpoint(os.path.join(args.log_root, experiment), args.load_run, args.checkpoint)
+
+    source = prepare_policy(args.task, eval_overrides(args.task, args.num_envs, args.seed), device, find)
+    with source.closer:
+        policy = source.runner.get_inference_policy(device=device)
+        source_interface = sim2sim.interface_of(source.env)
+        steps = args.steps or int(source.env.max_episode_length)
+        in_source = sim2sim.judge(source.env, policy, steps, gaits, feet)
+    policy.reset()
+    job = join(args.target, eval_overrides(args.target, args.num_envs, args.seed) + target_overrides, device, False)
+    with contextlib.ExitStack() as closer:
+        env, _ = open_env(args.target, env_config(args.target, job), job, closer)
+        target_interface = sim2sim.interface_of(env)
+        mapped = sim2sim.MappedPolicy(policy, source_interface, target_interface, device)
+        in_target = sim2sim.judge(env, mapped, steps, gaits, feet)
+    result = {
+        "checkpoint": source.checkpoint,
+        "source": {"task": args.task, **in_source},
+        "target": {"task": args.target, "overrides": target_overrides, **in_target},
+        "mapping": {
+            "control_period_s": source_interface.dt,
+            "source": sim2sim.describe(source_interface),
+            "target": sim2sim.describe(target_interface),
+        },
+    }
+    output = args.output or os.path.join(os.path.dirname(source.checkpoint), "sim2sim", f"{args.target}.json")
+    runs.write_text_atomic(output, json.dumps(result, indent=2) + "\n")
+    print(table(result))
+    print(f"[robolab] sim2sim: {output}")
+    return result
+
+
+def table(result: dict) -> str:
+    rows = [("", "tracking error (m/s)", "fall rate", *(f"{g} score" for g in result["source"]["gait_scores"]))]
+    for side in ("source", "target"):
+        r = result[side]
+        rows.append(
+            (
+                f"{side}: {r['task']} {' '.join(r.get('overrides', []))}".strip(),
+                f"{r['lin_vel_tracking_error']:.3f}",
+                f"{r['fall_rate']:.3f}",
+                *(f"{v:.3f}" for v in r["gait_scores"].values()),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return one_line_errors(lambda: run(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
