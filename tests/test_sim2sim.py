@@ -157,9 +157,13 @@ def test_sim2sim_command_reports_both_sides_and_refuses_another_control_rate(tra
         "30",
     ]
     out = trained_run / "s2s.json"
-    res = run([*cmd, "--output", str(out), *permuted_robot_overrides()])
+    res = run([*cmd, "--output", str(out), "--video", "--video_length", "5", *permuted_robot_overrides()])
     assert res.returncode == 0, res.stderr[-3000:]
     result = json.loads(out.read_text())
+    run_dir = Path(result["checkpoint"]).parent
+    for side in ("source", "target"):  # env 0 recorded in both simulators
+        assert list((run_dir / "sim2sim" / "videos" / f"{side}_{TASK}").glob("*.mp4")), side
+    assert result["mapping"]["target"]["joint_names"] == [result["mapping"]["source"]["joint_names"][i] for i in ORDER]
     for side in ("source", "target"):
         assert result[side]["steps"] == 30 and set(result[side]["gait_scores"]) == {"trot", "pace"}
     assert "tracking error (m/s)" in res.stdout and "target: RoboLab-Velocity-Flat-Go2-v0" in res.stdout

@@ -299,3 +299,26 @@ def test_play_evaluates_and_exports_an_isaaclab_policy(asset_root, tmp_path):
     res = run([*play, "--video", "--video_length", "4", "--no_export"], asset_root)
     assert res.returncode == 0, res.stderr[-3000:]
     assert list((run_path / "videos" / "play").glob("*.mp4"))
+
+
+def test_sim2sim_maps_an_isaaclab_policy_onto_the_mujoco_env(asset_root, tmp_path):
+    res = run(
+        [sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Flat-Go2", *TINY, "--log_root", str(tmp_path)],
+        asset_root,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = tmp_path / "s2s.json"
+    sim2sim = [sys.executable, str(ROOT / "scripts" / "sim2sim.py"), "--task", "RoboLab-Isaac-Velocity-Flat-Go2"]
+    args = ["--target", "RoboLab-Velocity-Flat-Go2-v0", "--log_root", str(tmp_path), "--device", "cpu"]
+    res = run([*sim2sim, *args, "--num_envs", "4", "--steps", "20", "--output", str(out)], asset_root)
+    assert res.returncode == 0, res.stderr[-3000:]
+    result = json.loads(out.read_text())
+    source, target = result["mapping"]["source"], result["mapping"]["target"]
+    # derived from the two envs: the same joints (Isaac Lab's articulation order vs the MJCF's), terms by name
+    assert sorted(source["joint_names"]) == sorted(target["joint_names"]) and len(source["joint_names"]) == 12
+    assert [t["name"] for t in source["terms"]] == [t["name"] for t in target["terms"]]
+    assert source["dt"] == target["dt"] == 0.02
+    assert result["source"]["steps"] == result["target"]["steps"] == 20
+    # a control rate the policy was not trained at is named, not run
+    res = run([*sim2sim, *args, "--num_envs", "4", "--steps", "5", "env.decimation=2"], asset_root)
+    assert res.returncode == 2 and "error: control period" in res.stderr

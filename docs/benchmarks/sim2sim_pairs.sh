@@ -14,3 +14,6 @@ python scripts/sim2sim.py --log_root "$MJX_LOGS" --experiment_name go2_mjx --tas
   --target RoboLab-Isaac-Velocity-Flat-Go2 "${COMMON[@]}" --output "$OUT/mjx_trained_in_mujoco_and_newton.json"
 python scripts/sim2sim.py --log_root "$ISAAC_LOGS" --experiment_name isaac_go2 --task RoboLab-Isaac-Velocity-Flat-Go2 \
   --target RoboLab-Velocity-Flat-Go2-v0 "${COMMON[@]}" --output "$OUT/newton_trained_in_newton_and_mujoco.json"
+# 3. MuJoCo C -> MJX (JAX on the CPU here): the same MJX-trained policy, judged in MuJoCo C and in MJX.
+python scripts/sim2sim.py --log_root "$MJX_LOGS" --experiment_name go2_mjx --task RoboLab-Velocity-Flat-Go2-v0 \
+  --target RoboLab-Velocity-Flat-Go2-v0 "${COMMON[@]}" --output "$OUT/mujoco_c_and_mjx.json" env.backend=mjx

@@ -21,8 +21,16 @@ import torch
 from robolab import evaluation, runs, sim2sim, tasks
 from robolab.cli import check_unknown, one_line_errors
 from robolab.config import ConfigError
-from robolab.session import DEFAULT_LOG_ROOT, DEFAULT_TASK, env_config, join, open_env, prepare_policy
-from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg, quadruped_gaits
+from robolab.session import (
+    DEFAULT_LOG_ROOT,
+    DEFAULT_TASK,
+    VideoOptions,
+    env_config,
+    join,
+    open_env,
+    prepare_policy,
+)
+from robolab.video import check_renderer
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
     p.add_argument("--output", default=None, help="the JSON file (default: <run>/sim2sim/<target>.json)")
+    p.add_argument(
+        "--video", action="store_true", help="record env 0 in both simulators (<run>/sim2sim/videos/<side>_<task>/)"
+    )
+    p.add_argument("--video_length", type=int, default=250, help="control steps to record in each")
     return p
 
 
@@ -54,6 +66,10 @@ def run(argv: list[str] | None = None) -> dict:
     if args.num_envs <= 0:
         raise ConfigError(f"--num_envs={args.num_envs}: must be a positive integer")
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if args.video:  # before MuJoCo is first imported: it picks its OpenGL backend then
+        check_renderer()
+    from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg, quadruped_gaits
+
     robot = go2_robot_cfg()  # the gait patterns scored in both envs (foot names are the same in both)
     gaits, feet = quadruped_gaits(), list(robot.foot_bodies)
 
@@ -61,16 +77,34 @@ def run(argv: list[str] | None = None) -> dict:
         experiment = args.experiment_name or agent["experiment_name"]
         return runs.select_checkpoint(os.path.join(args.log_root, experiment), args.load_run, args.checkpoint)
 
-    source = prepare_policy(args.task, eval_overrides(args.task, args.num_envs, args.seed), device, find)
+    def video_dir(checkpoint_path: str, side: str, task: str) -> str:
+        run_dir = os.path.dirname(os.path.abspath(checkpoint_path))
+        return os.path.join(run_dir, "sim2sim", "videos", f"{side}_{task}")
+
+    def isaaclab_video(side: str, task: str, checkpoint_path: str) -> VideoOptions | None:
+        if not (args.video and tasks.is_isaaclab_task(task)):
+            return None
+        return VideoOptions(video_dir(checkpoint_path, side, task), args.video_length, args.video_length * 1000)
+
+    source = prepare_policy(
+        args.task,
+        eval_overrides(args.task, args.num_envs, args.seed),
+        device,
+        find,
+        video_for=lambda ckpt: isaaclab_video("source", args.task, ckpt),
+    )
     with source.closer:
         policy = source.runner.get_inference_policy(device=device)
         source_interface = sim2sim.interface_of(source.env)
         steps = args.steps or int(source.env.max_episode_length)
-        in_source = sim2sim.judge(source.env, policy, steps, gaits, feet)
+        env = recorded(source.env, args, video_dir(source.checkpoint, "source", args.task), source.closer)
+        in_source = sim2sim.judge(env, policy, steps, gaits, feet)
     policy.reset()
     job = join(args.target, eval_overrides(args.target, args.num_envs, args.seed) + target_overrides, device, False)
     with contextlib.ExitStack() as closer:
-        env, _ = open_env(args.target, env_config(args.target, job), job, closer)
+        target_video = isaaclab_video("target", args.target, source.checkpoint)
+        env, _ = open_env(args.target, env_config(args.target, job), job, closer, target_video)
+        env = recorded(env, args, video_dir(source.checkpoint, "target", args.target), closer)
         target_interface = sim2sim.interface_of(env)
         mapped = sim2sim.MappedPolicy(policy, source_interface, target_interface, device)
         in_target = sim2sim.judge(env, mapped, steps, gaits, feet)
@@ -91,6 +125,17 @@ def run(argv: list[str] | None = None) -> dict:
     return result
 
 
+def recorded(env, args: argparse.Namespace, directory: str, closer: contextlib.ExitStack):
+    """The embedded env recording its first ``--video_length`` steps (an Isaac Lab env records through its own)."""
+    if not args.video or not hasattr(env, "backend"):
+        return env
+    from robolab.video import TrainingVideo
+
+    recorder = TrainingVideo(env, directory, args.video_length, interval=10**9)
+    closer.callback(recorder.finish)
+    return recorder
+
+
 def table(result: dict) -> str:
     rows = [("", "tracking error (m/s)", "fall rate", *(f"{g} score" for g in result["source"]["gait_scores"]))]
     for side in ("source", "target"):
@@ -108,7 +153,8 @@ def table(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return one_line_errors(lambda: run(argv))
+    # RuntimeError too: a missing OpenGL backend for --video is reported that way (robolab.video.check_renderer).
+    return one_line_errors(lambda: run(argv), extra=(RuntimeError,))
 
 
 if __name__ == "__main__":
