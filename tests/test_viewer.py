@@ -4,6 +4,7 @@ robot is in the picture (Debian's chromium and chromedriver, through selenium)."
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import sys
 import threading
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, TINY, free_port, run, train_cmd
+from conftest import ROOT, TINY, clean_env, free_port, run, train_cmd
 from robolab import evaluation, viewer
 from robolab.envs import VelocityEnv
 from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
@@ -116,3 +117,17 @@ def test_viewer_choice():
     assert viewer.pick_viewer("web") == "web"
     with pytest.raises(ValueError, match="--viewer='vr': allowed: auto, native, web"):
         viewer.pick_viewer("vr")
+
+
+@pytest.mark.slow
+def test_native_viewer_opens_mujocos_window_on_a_display(tmp_path):
+    """``--viewer`` on a desktop (a display: Xvfb here, Debian's xvfb) is MuJoCo's own passive viewer."""
+    xvfb = shutil.which("xvfb-run")
+    assert xvfb, "the native viewer's test needs a display server: apt-get install xvfb"
+    logs = str(tmp_path / "logs")
+    assert run(train_cmd(*TINY, "--max_iterations", "1", "--log_root", logs)).returncode == 0
+    play = [sys.executable, str(ROOT / "scripts" / "play.py"), "--log_root", logs, "--num_envs", "2"]
+    res = run([xvfb, "-a", *play, "--viewer", "--steps", "15", "--no_export"], env=clean_env(MUJOCO_GL="glfw"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    result = json.loads(res.stdout[res.stdout.index("{\n") :])
+    assert result["viewer"] == "native" and result["viewer_frames"] == 15

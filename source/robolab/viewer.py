@@ -132,9 +132,18 @@ class NativeViewer:
         self.frames = 0
 
     def update(self, commands, errors) -> None:
+        if not self.handle.is_running():  # the window was closed: keep evaluating without it
+            return
         self.env.backend.render_data(0)  # refreshes the shown MjData in place
         self.handle.sync()
         self.frames += 1
 
     def close(self) -> None:
+        import time
+
         self.handle.close()
+        # The window's render thread ends on its own; tearing the interpreter down under it crashes GLFW.
+        deadline = time.time() + 5.0
+        while self.handle.is_running() and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)

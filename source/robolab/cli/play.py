@@ -113,11 +113,12 @@ def _watch(env, policy, kind: str, args: argparse.Namespace, steps: int | None) 
             flush=True,
         )
     try:
-        return evaluation.evaluate(
+        result = evaluation.evaluate(
             env, policy, steps, real_time=True, on_step=lambda e, errors: shown.update(e.commands, errors)
         )
     finally:
         shown.close()
+    return {**result, "viewer": kind, "viewer_frames": shown.frames}
 
 
 def _isaaclab_video(args: argparse.Namespace):
