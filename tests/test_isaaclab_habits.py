@@ -12,7 +12,7 @@ import yaml
 
 from conftest import ROOT, TINY, clean_env, run, train_cmd
 from robolab import runs
-from robolab.cli.train import build_parser, parse
+from robolab.cli.train import build_parser, parse_flags
 
 PLAY = str(ROOT / "scripts" / "play.py")
 
@@ -68,7 +68,7 @@ def test_every_isaaclab_rsl_rl_flag_is_in_train_help():
 )
 def test_an_unknown_flag_names_the_closest_known_one(typo, suggestion):
     with pytest.raises(ValueError, match=f"unknown flag {typo}; did you mean {suggestion}"):
-        parse([typo, "3"])
+        parse_flags([typo, "3"])
 
 
 def test_unknown_flag_from_the_command_line_is_one_line_not_a_hydra_trace(tmp_path):
@@ -81,11 +81,11 @@ def test_unknown_flag_from_the_command_line_is_one_line_not_a_hydra_trace(tmp_pa
 
 
 def test_bare_resume_before_an_override_means_latest():
-    args, overrides = parse(["--resume", "agent.algorithm.learning_rate=1e-4"])
+    args, overrides = parse_flags(["--resume", "agent.algorithm.learning_rate=1e-4"])
     assert args.resume == "latest" and overrides == ["agent.algorithm.learning_rate=1e-4"]
-    args, _ = parse(["--resume", "--max_iterations", "5"])
+    args, _ = parse_flags(["--resume", "--max_iterations", "5"])
     assert args.resume == "latest" and args.max_iterations == 5
-    args, _ = parse(["--resume", "auto"])
+    args, _ = parse_flags(["--resume", "auto"])
     assert args.resume == "auto"
 
 

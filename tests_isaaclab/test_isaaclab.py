@@ -39,6 +39,11 @@ def run(cmd: list[str], asset_root: str, cwd=None, timeout: float = 600) -> subp
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
 
 
+def train(task: str, log_root: Path, asset_root: str, *extra: str) -> subprocess.CompletedProcess:
+    """``train.py`` on an Isaac Lab task at smoke-test size."""
+    return run([sys.executable, TRAIN, "--task", task, *TINY, "--log_root", str(log_root), *extra], asset_root)
+
+
 def run_dir(log_root: Path, experiment: str) -> Path:
     (found,) = (log_root / experiment).glob("*")
     return found
@@ -226,29 +231,14 @@ def test_two_gloo_ranks_train_an_isaaclab_task_with_identical_models(asset_root,
 
 
 def test_bad_env_override_is_a_one_line_error(asset_root, tmp_path):
-    res = run(
-        [
-            sys.executable,
-            TRAIN,
-            "--task",
-            "RoboLab-Isaac-Velocity-Flat-Go2",
-            *TINY,
-            "--log_root",
-            str(tmp_path),
-            "env.rewards.no_such_term.weight=1",
-        ],
-        asset_root,
-    )
+    res = train("RoboLab-Isaac-Velocity-Flat-Go2", tmp_path, asset_root, "env.rewards.no_such_term.weight=1")
     assert res.returncode == 2
     (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
     assert "no_such_term" in line
 
 
 def test_rough_go2_trains_offline_with_generated_terrain_and_height_scan(asset_root, tmp_path):
-    res = run(
-        [sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Rough-Go2", *TINY, "--log_root", str(tmp_path)],
-        asset_root,
-    )
+    res = train("RoboLab-Isaac-Velocity-Rough-Go2", tmp_path, asset_root)
     assert res.returncode == 0, res.stderr[-3000:]
     (run_path,) = tmp_path.glob("isaac_go2_rough/*")
     assert (run_path / "model_1.pt").exists()
@@ -258,19 +248,7 @@ def test_rough_go2_trains_offline_with_generated_terrain_and_height_scan(asset_r
 def test_play_evaluates_and_exports_an_isaaclab_policy(asset_root, tmp_path):
     # Isaac Lab's --video (its own recorder, from Newton's visualiser: Kit needs Isaac Sim) and IO descriptors
     video = ["--video", "--video_length", "4", "--video_interval", "8", "--export_io_descriptors"]
-    res = run(
-        [
-            sys.executable,
-            TRAIN,
-            "--task",
-            "RoboLab-Isaac-Velocity-Flat-Go2",
-            *TINY,
-            *video,
-            "--log_root",
-            str(tmp_path),
-        ],
-        asset_root,
-    )
+    res = train("RoboLab-Isaac-Velocity-Flat-Go2", tmp_path, asset_root, *video)
     assert res.returncode == 0, res.stderr[-3000:]
     (run_path,) = tmp_path.glob("isaac_go2_flat/*")
     clips = sorted((run_path / "videos" / "train").glob("*.mp4"))
@@ -302,10 +280,7 @@ def test_play_evaluates_and_exports_an_isaaclab_policy(asset_root, tmp_path):
 
 
 def test_sim2sim_maps_an_isaaclab_policy_onto_the_mujoco_env(asset_root, tmp_path):
-    res = run(
-        [sys.executable, TRAIN, "--task", "RoboLab-Isaac-Velocity-Flat-Go2", *TINY, "--log_root", str(tmp_path)],
-        asset_root,
-    )
+    res = train("RoboLab-Isaac-Velocity-Flat-Go2", tmp_path, asset_root)
     assert res.returncode == 0, res.stderr[-3000:]
     out = tmp_path / "s2s.json"
     sim2sim = [sys.executable, str(ROOT / "scripts" / "sim2sim.py"), "--task", "RoboLab-Isaac-Velocity-Flat-Go2"]

@@ -5,12 +5,7 @@
 # The name maps are tests/test_published_models.py's. Wheels the machine lacks are installed from .whl/.
 #   bash docs/benchmarks/h200_published.sh     (results in $OUT, default ./h200_out)
 set -uo pipefail
-OUT="${OUT:-h200_out}"; mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site:$PWD/source
-fi
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. "$(dirname "$0")/device_env.sh"
 LOGS=/tmp/robolab_logs
 overrides() { python3 -c "import sys; sys.path.insert(0, 'tests'); from test_published_models import robot_overrides; print(' '.join(robot_overrides('$1')))"; }
 ANT=$(overrides ant); HUMANOID=$(overrides humanoid)

@@ -3,11 +3,8 @@
 # the run's checkpoint and params come back for scripts/sim2sim.py to judge in MuJoCo C and Isaac Lab's Newton.
 #   bash docs/benchmarks/h200_sim2sim_train.sh     (results in $OUT, default ./h200_out)
 set -uo pipefail
-OUT="${OUT:-h200_out}"; mkdir -p "$OUT/run/params"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site:$PWD/source
-fi
+. "$(dirname "$0")/device_env.sh"
+mkdir -p "$OUT/run/params"
 ITERS="${ITERS:-200}"
 timeout 500 python3 scripts/train.py --device cuda --num_envs 4096 --max_iterations "$ITERS" --seed 1 \
   env.backend=mjx --log_root /tmp/logs --experiment_name go2_mjx --run_name h200 agent.save_interval=50 \

@@ -5,12 +5,7 @@
 # both sweeps start warm. Wheels the machine lacks are installed from .whl/.
 #   bash docs/benchmarks/h200_sweep.sh     (results in $OUT, default ./h200_out)
 set -uo pipefail
-OUT="${OUT:-h200_out}"; mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site:$PWD/source
-fi
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. "$(dirname "$0")/device_env.sh"
 ARGS="--device cuda --num_envs ${ENVS:-4096} --max_iterations ${ITERS:-15} env.backend=mjx agent.save_interval=1000"
 nvidia-smi --query-gpu=index,name --format=csv,noheader > "$OUT/gpus.txt"
 timeout 200 python3 scripts/train.py $ARGS --max_iterations 1 --log_root /tmp/warm > "$OUT/warmup.log" 2>&1

@@ -15,6 +15,14 @@ EVAL_OVERRIDES = ["env.noise.enabled=false", "env.events.push_interval_s=[1e9,1e
 ISAACLAB_EVAL_OVERRIDES = ["env.observations.policy.enable_corruption=false", "env.events.push_robot=null"]
 
 
+def eval_overrides(task: str, num_envs: int, seed: int | None) -> list[str]:
+    """The evaluation conditions of ``task``'s kind of env, with its env count and seed."""
+    from robolab import tasks
+
+    base = ISAACLAB_EVAL_OVERRIDES if tasks.is_isaaclab_task(task) else EVAL_OVERRIDES
+    return [*base, f"env.num_envs={num_envs}", *([f"seed={seed}"] if seed is not None else [])]
+
+
 def tracking_error(env) -> torch.Tensor:
     """Per-env horizontal velocity tracking error (m/s) of the state the last step reached."""
     if hasattr(env, "last_tracking_error"):  # the embedded env keeps it from before its resets

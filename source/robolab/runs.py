@@ -66,15 +66,14 @@ def plan_run(
     if resume is None and (load_run or checkpoint_pattern):
         resume = "latest"
     restart = resume == "auto" or (resume is not None and launcher_restart)
+    suffix = f"_{run_name}" if run_name and not load_run else ""
     if resume == "auto":
-        suffix = f"_{run_name}" if run_name and not load_run else ""
         run_dir = checkpoint.latest_run(experiment_dir, suffix, load_run, checkpoint_pattern)
         if run_dir is None:
             return new_run_plan(experiment_dir, run_name)
         found = checkpoint.latest_checkpoint(run_dir, checkpoint_pattern)
         return RunPlan(run_dir, found, restart=True)
     if resume == "latest":
-        suffix = f"_{run_name}" if run_name and not load_run else ""
         found = select_checkpoint(experiment_dir, load_run, checkpoint_pattern, suffix)
         return RunPlan(os.path.dirname(found), found, restart=restart)
     if resume is not None:

@@ -61,7 +61,7 @@ class WebViewer:
         self.server = viser.ViserServer(host=host, port=port, verbose=False)
         self.server.scene.add_grid("/ground", width=40.0, height=40.0, cell_size=0.5)
         model, _ = env.backend.render_data(0)
-        self.geoms: list[tuple[int, int, object]] = []  # (env, geom, handle)
+        self.geoms: dict[int, list[tuple[int, object]]] = {env_id: [] for env_id in self.env_ids}  # (geom, handle)
         for env_id in self.env_ids:
             for geom_id in range(model.ngeom):
                 rgba = model.geom_rgba[geom_id]
@@ -74,7 +74,7 @@ class WebViewer:
                     faces=np.asarray(mesh.faces, dtype=np.uint32),
                     color=(np.asarray(rgba[:3]) * 255).astype(np.uint8),
                 )
-                self.geoms.append((env_id, geom_id, handle))
+                self.geoms[env_id].append((geom_id, handle))
         self.status = self.server.gui.add_markdown("starting")
         self.frames = 0
 
@@ -83,8 +83,9 @@ class WebViewer:
         return f"http://localhost:{self.server.get_port()}"
 
     def set_robot_visible(self, visible: bool) -> None:
-        for _, _, handle in self.geoms:
-            handle.visible = visible  # type: ignore[attr-defined]
+        for shown in self.geoms.values():
+            for _, handle in shown:
+                handle.visible = visible  # type: ignore[attr-defined]
 
     def update(self, commands, errors) -> None:
         """Move every geom to its env's current pose; show commands (vx, vy, wz) and tracking errors (m/s)."""
@@ -98,9 +99,7 @@ class WebViewer:
                 offset = np.array([0.0, SPACING_M * env_id, 0.0])
                 if env_id == 0:
                     follow = data.qpos[:3].copy()
-                for shown_env, geom_id, handle in self.geoms:
-                    if shown_env != env_id:
-                        continue
+                for geom_id, handle in self.geoms[env_id]:
                     mujoco.mju_mat2Quat(quat, data.geom_xmat[geom_id])
                     handle.position = data.geom_xpos[geom_id] + offset  # type: ignore[attr-defined]
                     handle.wxyz = quat.copy()  # type: ignore[attr-defined]

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from robolab import distributed
+from robolab import distributed, runs
 
 # What a bad input, a bad file or a full or read-only disk raises (robolab's own errors are ValueErrors).
 USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, distributed.DistributedConfigError)
@@ -65,3 +65,38 @@ def bare_resume(argv: list[str]) -> list[str]:
         if arg == "--resume" and takes_it and not os.path.exists(str(following)):
             out.append("latest")
     return out
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """The flags, and the rest as Hydra overrides (an unknown ``--flag`` among them is a one-line error)."""
+    args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    return args, check_unknown(parser, rest)
+
+
+def default_device(device: str | None) -> str:
+    """``--device``, else CUDA when there is one."""
+    import torch
+
+    return device or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def add_checkpoint_selection(parser: argparse.ArgumentParser, default_log_root: str) -> argparse._ArgumentGroup:
+    """Isaac Lab's checkpoint selection flags, as ``play.py`` and ``sim2sim.py`` take them."""
+    select = parser.add_argument_group("which checkpoint (Isaac Lab's flags; default: the newest of the experiment)")
+    select.add_argument("--log_root", default=default_log_root, help="root of all experiment directories")
+    select.add_argument("--experiment_name", default=None, help="experiment directory (default: the task's)")
+    select.add_argument("--load_run", default=None, help="a run directory, or a regex over run names (newest match)")
+    select.add_argument(
+        "--checkpoint", default=None, help="a model_<it>.pt file, or a regex over checkpoint names (highest iteration)"
+    )
+    return select
+
+
+def checkpoint_finder(args: argparse.Namespace):
+    """``agent -> checkpoint path``: Isaac Lab's selection (``runs.select_checkpoint``) in the experiment."""
+
+    def find(agent: dict) -> str:
+        experiment = args.experiment_name or agent["experiment_name"]
+        return runs.select_checkpoint(os.path.join(args.log_root, experiment), args.load_run, args.checkpoint)
+
+    return find

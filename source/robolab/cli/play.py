@@ -8,10 +8,8 @@ import json
 import os
 import sys
 
-import torch
-
-from robolab import evaluation, runs, tasks, viewer
-from robolab.cli import check_unknown, one_line_errors
+from robolab import evaluation, tasks, viewer
+from robolab.cli import add_checkpoint_selection, checkpoint_finder, default_device, one_line_errors, parse
 from robolab.config import ConfigError
 from robolab.session import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions, prepare_policy
 from robolab.video import check_renderer
@@ -23,14 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--task", default=DEFAULT_TASK)
     p.add_argument("--agent", default=DEFAULT_AGENT, help="the task's agent config entry point")
-    select = p.add_argument_group("which checkpoint (Isaac Lab's flags; default: the newest of the experiment)")
-    select.add_argument("--log_root", default=DEFAULT_LOG_ROOT, help="root of all experiment directories")
-    select.add_argument("--experiment_name", default=None, help="experiment directory (default: the task's)")
-    select.add_argument("--load_run", default=None, help="a run directory, or a regex over run names (newest match)")
-    select.add_argument("--run", dest="load_run", help="same as --load_run")
-    select.add_argument(
-        "--checkpoint", default=None, help="a model_<it>.pt file, or a regex over checkpoint names (highest iteration)"
-    )
+    add_checkpoint_selection(p, DEFAULT_LOG_ROOT).add_argument("--run", dest="load_run", help="same as --load_run")
     p.add_argument("--num_envs", type=int, default=64)
     p.add_argument(
         "--steps", type=int, default=None, help="control steps (default: one episode; --viewer: until Ctrl-C)"
@@ -54,34 +45,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def checkpoint_finder(args: argparse.Namespace):
-    """``agent -> checkpoint path``: Isaac Lab's selection (``runs.select_checkpoint``) in the experiment."""
-
-    def find(agent: dict) -> str:
-        experiment = args.experiment_name or agent["experiment_name"]
-        return runs.select_checkpoint(os.path.join(args.log_root, experiment), args.load_run, args.checkpoint)
-
-    return find
-
-
 def play(argv: list[str] | None = None) -> dict:
-    parser = build_parser()
-    args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-    overrides = check_unknown(parser, rest)
+    args, overrides = parse(build_parser(), argv)
     if args.num_envs <= 0:
         raise ConfigError(f"--num_envs={args.num_envs}: must be a positive integer")
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = default_device(args.device)
     isaaclab_task = tasks.is_isaaclab_task(args.task)
     if args.viewer and isaaclab_task:
         raise ConfigError(f"--viewer: shows the embedded MuJoCo tasks; {args.task} plays in Isaac Lab's own visualiser")
     viewer_kind = viewer.pick_viewer(args.viewer) if args.viewer else None
     if args.video and not isaaclab_task:
         check_renderer()
-    eval_overrides = evaluation.ISAACLAB_EVAL_OVERRIDES if isaaclab_task else evaluation.EVAL_OVERRIDES
-    extra = [f"env.num_envs={args.num_envs}"] + ([f"seed={args.seed}"] if args.seed is not None else [])
     video_for = _isaaclab_video(args) if args.video and isaaclab_task else None
     session = prepare_policy(
-        args.task, eval_overrides + extra + overrides, device, checkpoint_finder(args), args.agent, video_for
+        args.task,
+        evaluation.eval_overrides(args.task, args.num_envs, args.seed) + overrides,
+        device,
+        checkpoint_finder(args),
+        args.agent,
+        video_for,
     )
     with session.closer:
         runner, env = session.runner, session.env
@@ -104,9 +86,10 @@ def play(argv: list[str] | None = None) -> dict:
 
 
 def _watch(env, policy, kind: str, args: argparse.Namespace, steps: int | None) -> dict:
-    shown = viewer.WebViewer(env, args.viewer_port, num_shown=args.viewer_envs) if kind == "web" else None
-    shown = shown or viewer.NativeViewer(env)
-    if isinstance(shown, viewer.WebViewer):
+    if kind == "native":
+        shown = viewer.NativeViewer(env)
+    else:
+        shown = viewer.WebViewer(env, args.viewer_port, num_shown=args.viewer_envs)
         print(
             f"[robolab] web viewer: {shown.url} (on a remote node: ssh -L {args.viewer_port}:localhost:"
             f"{args.viewer_port} <node>, then open http://localhost:{args.viewer_port})",

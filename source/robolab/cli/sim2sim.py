@@ -16,10 +16,8 @@ import json
 import os
 import sys
 
-import torch
-
 from robolab import evaluation, runs, sim2sim, tasks
-from robolab.cli import check_unknown, one_line_errors
+from robolab.cli import add_checkpoint_selection, checkpoint_finder, default_device, one_line_errors, parse
 from robolab.config import ConfigError
 from robolab.session import (
     DEFAULT_LOG_ROOT,
@@ -37,11 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="Judge a trained policy in another simulator's env (Sim2Sim).")
     p.add_argument("--task", default=DEFAULT_TASK, help="the task the checkpoint was trained on")
     p.add_argument("--target", required=True, help="the task whose env judges it (another simulator)")
-    select = p.add_argument_group("which checkpoint (as play.py)")
-    select.add_argument("--log_root", default=DEFAULT_LOG_ROOT)
-    select.add_argument("--experiment_name", default=None)
-    select.add_argument("--load_run", default=None, help="a run directory, or a regex over run names")
-    select.add_argument("--checkpoint", default=None, help="a model_<it>.pt file, or a regex over checkpoint names")
+    add_checkpoint_selection(p, DEFAULT_LOG_ROOT)
     p.add_argument("--num_envs", type=int, default=64)
     p.add_argument("--steps", type=int, default=None, help="control steps in each env (default: one episode)")
     p.add_argument("--seed", type=int, default=0)
@@ -54,28 +48,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def eval_overrides(task: str, num_envs: int, seed: int) -> list[str]:
-    base = evaluation.ISAACLAB_EVAL_OVERRIDES if tasks.is_isaaclab_task(task) else evaluation.EVAL_OVERRIDES
-    return [*base, f"env.num_envs={num_envs}", f"seed={seed}"]
-
-
 def run(argv: list[str] | None = None) -> dict:
-    parser = build_parser()
-    args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-    target_overrides = check_unknown(parser, rest)
+    args, target_overrides = parse(build_parser(), argv)
     if args.num_envs <= 0:
         raise ConfigError(f"--num_envs={args.num_envs}: must be a positive integer")
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = default_device(args.device)
     if args.video:  # before MuJoCo is first imported: it picks its OpenGL backend then
         check_renderer()
     from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg, quadruped_gaits
 
     robot = go2_robot_cfg()  # the gait patterns scored in both envs (foot names are the same in both)
     gaits, feet = quadruped_gaits(), list(robot.foot_bodies)
-
-    def find(agent: dict) -> str:
-        experiment = args.experiment_name or agent["experiment_name"]
-        return runs.select_checkpoint(os.path.join(args.log_root, experiment), args.load_run, args.checkpoint)
 
     def video_dir(checkpoint_path: str, side: str, task: str) -> str:
         run_dir = os.path.dirname(os.path.abspath(checkpoint_path))
@@ -88,9 +71,9 @@ def run(argv: list[str] | None = None) -> dict:
 
     source = prepare_policy(
         args.task,
-        eval_overrides(args.task, args.num_envs, args.seed),
+        evaluation.eval_overrides(args.task, args.num_envs, args.seed),
         device,
-        find,
+        checkpoint_finder(args),
         video_for=lambda ckpt: isaaclab_video("source", args.task, ckpt),
     )
     with source.closer:
@@ -100,7 +83,9 @@ def run(argv: list[str] | None = None) -> dict:
         env = recorded(source.env, args, video_dir(source.checkpoint, "source", args.task), source.closer)
         in_source = sim2sim.judge(env, policy, steps, gaits, feet)
     policy.reset()
-    job = join(args.target, eval_overrides(args.target, args.num_envs, args.seed) + target_overrides, device, False)
+    job = join(
+        args.target, evaluation.eval_overrides(args.target, args.num_envs, args.seed) + target_overrides, device, False
+    )
     with contextlib.ExitStack() as closer:
         target_video = isaaclab_video("target", args.target, source.checkpoint)
         env, _ = open_env(args.target, env_config(args.target, job), job, closer, target_video)

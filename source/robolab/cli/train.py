@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from robolab import tasks
-from robolab.cli import bare_resume, check_unknown, one_line_errors
+from robolab.cli import bare_resume, one_line_errors, parse
 from robolab.session import (
     DEFAULT_AGENT,
     DEFAULT_LOG_ROOT,
@@ -101,15 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
-    """The flags, and the Hydra overrides; an unknown ``--flag`` is an error naming the closest known one."""
-    parser = build_parser()
-    args, rest = parser.parse_known_args(bare_resume(sys.argv[1:] if argv is None else argv))
-    return args, check_unknown(parser, rest)
+def parse_flags(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """The flags and the Hydra overrides; a bare ``--resume`` before an override means ``latest``."""
+    return parse(build_parser(), bare_resume(sys.argv[1:] if argv is None else argv))
 
 
 def train(argv: list[str] | None = None) -> dict | None:
-    args, hydra_overrides = parse(argv)
+    args, hydra_overrides = parse_flags(argv)
     if args.list_tasks:
         for task_id in tasks.list_tasks():
             agents = ", ".join(a for a in tasks.agent_entry_points(task_id) if a != DEFAULT_AGENT)
