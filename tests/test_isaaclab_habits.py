@@ -196,3 +196,45 @@ def test_missing_logger_settings_fail_before_any_work(tmp_path):
     assert res.returncode == 2
     assert "--logger neptune: set NEPTUNE_API_TOKEN and NEPTUNE_USERNAME" in res.stderr
     assert not os.path.exists(tmp_path / "go2_flat")
+
+
+# --- bad values of the new flags: one line naming the value and what is allowed --------------------------------
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"video_length": 0}, "--video_length=0: must be a positive integer"),
+        ({"video_interval": -5}, "--video_interval=-5: must be a positive integer"),
+        ({"logger": "mlflow"}, "--logger='mlflow': allowed: tensorboard, wandb, neptune"),
+    ],
+)
+def test_bad_flag_values_are_named(options, message):
+    from robolab.session import TrainOptions
+
+    with pytest.raises(ValueError, match=message):
+        TrainOptions(**options).overrides()
+
+
+def test_logger_config_is_checked_before_any_work(monkeypatch):
+    import importlib.util
+
+    from robolab.session import log_writer_cfg
+
+    with pytest.raises(ValueError, match="agent.logger='mlflow': allowed: tensorboard, wandb, neptune"):
+        log_writer_cfg("mlflow", None, "exp")
+    assert log_writer_cfg("wandb", None, "exp") == {"class_name": "WandbLogWriter", "project_name": "exp"}
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    with pytest.raises(ValueError, match=r"--logger wandb: the wandb package is not installed \(pip install"):
+        log_writer_cfg("wandb", "proj", "exp")
+
+
+def test_jobs_per_node_must_be_positive():
+    import argparse
+
+    from robolab.sweep import jobs_per_node
+
+    with pytest.raises(ValueError, match="--jobs_per_node=0: must be a positive integer"):
+        jobs_per_node(argparse.Namespace(jobs_per_node=0, distributed=False, nproc_per_node=None, device="cpu"))
+    assert (
+        jobs_per_node(argparse.Namespace(jobs_per_node=None, distributed=False, nproc_per_node=None, device="cpu")) == 1
+    )

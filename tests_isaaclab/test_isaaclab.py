@@ -274,6 +274,8 @@ def test_play_evaluates_and_exports_an_isaaclab_policy(asset_root, tmp_path):
     assert result["checkpoint"].endswith("model_1.pt") and result["steps"] == 20
     assert 0.0 <= result["lin_vel_tracking_error"] < 10.0 and 0.0 <= result["fall_rate"] <= 1.0
     assert (run_path / "exported" / "policy.onnx").exists() and (run_path / "exported" / "policy.pt").exists()
+    res = run([*play, "--viewer"], asset_root)  # robolab's viewers show MuJoCo state only
+    assert res.returncode == 2 and "--viewer: shows the embedded MuJoCo tasks" in res.stderr
     res = run([*play, "--video", "--video_length", "4", "--no_export"], asset_root)
     assert res.returncode == 0, res.stderr[-3000:]
     assert list((run_path / "videos" / "play").glob("*.mp4"))
