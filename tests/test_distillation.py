@@ -35,7 +35,12 @@ def behavior_losses(run_dir: Path) -> list[float]:
 @pytest.mark.slow
 def test_student_learns_from_the_newest_teacher_and_its_loss_falls(log_root):
     teacher = train_teacher(log_root)
-    res = run(train_cmd("--task", STUDENT, *SMALL, *STUDENT_NETS, "--max_iterations", "8", "--log_root", log_root))
+    # The student on MuJoCo Warp (warp's CPU device), the teacher trained on MuJoCo C: the GPU backend serves
+    # distillation's `teacher` group, and a teacher carries over between backends.
+    res = run(
+        train_cmd("--task", STUDENT, *SMALL, *STUDENT_NETS, "--max_iterations", "8", "--log_root", log_root)
+        + ["env.backend=warp"]
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"teacher loaded from {teacher}" in res.stdout
     run_dir = next(Path(log_root, "go2_flat_distillation").iterdir())

@@ -135,7 +135,7 @@ def test_nan_state_resets_only_that_env_and_never_reaches_outputs():
 def test_falling_robot_terminates_without_time_out():
     env = make_env(num_envs=4)
     env.backend.reset(
-        torch.arange(4),
+        torch.ones(4, dtype=torch.bool),
         qpos=torch.cat([torch.tensor([[0, 0, 0.05, 0, 1, 0, 0]]).repeat(4, 1), torch.zeros(4, 12)], dim=1),
         qvel=torch.zeros(4, 18),
     )  # upside down, base on the ground

@@ -81,18 +81,18 @@ def test_published_model_trains_on_mujoco_c(tmp_path, model):
         assert summary["fall_rate"] is not None and summary["fall_rate"] < 0.5
 
 
-def test_ant_follows_the_same_trajectory_on_mjx_and_mujoco_c():
-    pytest.importorskip("mujoco.mjx")
+def test_ant_follows_the_same_trajectory_on_warp_and_mujoco_c():
+    pytest.importorskip("mujoco_warp")
     from robolab.envs.backends import make_backend
 
     trajectories = {}
-    for backend in ("mujoco", "mjx"):
+    for backend in ("mujoco", "warp"):
         cfg = env_cfg("ant", backend, num_envs=4)
         physics = make_backend(cfg.backend, cfg.robot, cfg.sim_dt, cfg.num_envs, "cpu")
         qpos = torch.zeros(4, physics.robot.model.nq)
         qpos[:, 2], qpos[:, 3] = cfg.robot.init_base_height, 1.0
         qpos[:, torch.as_tensor(physics.robot.qpos_adr)] = torch.tensor(cfg.robot.default_joint_pos)
-        physics.reset(torch.arange(4), qpos, torch.zeros(4, physics.robot.model.nv))
+        physics.reset(torch.ones(4, dtype=torch.bool), qpos, torch.zeros(4, physics.robot.model.nv))
         targets = torch.tensor(cfg.robot.default_joint_pos).expand(4, -1) + 0.2 * torch.randn(
             4, 8, generator=torch.Generator().manual_seed(0)
         )
@@ -103,18 +103,18 @@ def test_ant_follows_the_same_trajectory_on_mjx_and_mujoco_c():
         trajectories[backend] = torch.stack(steps)
         assert not bool(physics.non_finite.any())
         physics.close()
-    torch.testing.assert_close(trajectories["mjx"], trajectories["mujoco"], rtol=0, atol=2e-3)
+    torch.testing.assert_close(trajectories["warp"], trajectories["mujoco"], rtol=0, atol=2e-3)
 
 
-def test_humanoid_is_refused_by_mjx_up_front_naming_its_solver(tmp_path, capsys):
-    pytest.importorskip("mujoco.mjx")
+def test_humanoid_is_refused_by_warp_up_front_naming_its_solver(tmp_path, capsys):
+    pytest.importorskip("mujoco_warp")
     from robolab.cli.train import main
 
     log_root = tmp_path / "logs"
-    argv = ["--num_envs", "4", "--log_root", str(log_root), *robot_overrides("humanoid"), "env.backend=mjx"]
+    argv = ["--num_envs", "4", "--log_root", str(log_root), *robot_overrides("humanoid"), "env.backend=warp"]
     assert main(argv) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and "MJX does not implement" in lines[0] and "PGS" in lines[0], lines
+    assert len(lines) == 1 and "MuJoCo Warp does not support" in lines[0] and "PGS" in lines[0], lines
     assert not log_root.exists()
 
 

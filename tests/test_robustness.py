@@ -325,3 +325,28 @@ def test_the_readme_test_command_needs_nothing_outside_the_readme():
     fresh = readme[readme.index("Run the tests") : readme.index("## Training")]
     for tool in ("docker-compose", "libegl-mesa0"):  # what the suite calls besides Python packages
         assert tool in fresh, f"the README's test command must install {tool}"
+
+
+def test_nan_watch_names_the_first_output_with_nan_once_per_collection():
+    from tensordict import TensorDict
+
+    from robolab.runners.on_policy_runner import NanWatch
+
+    def step(nan_in: str | None):
+        obs = TensorDict({"policy": torch.zeros(4, 3), "critic": torch.zeros(4, 5)}, batch_size=[4])
+        rewards, dones = torch.zeros(4), torch.zeros(4, dtype=torch.long)
+        if nan_in == "critic":
+            obs["critic"][2, 1] = float("nan")
+        elif nan_in == "rewards":
+            rewards[0] = float("nan")
+        return obs, rewards, dones
+
+    clean = NanWatch()
+    for _ in range(3):
+        clean.add(*step(None))
+    clean.check()  # nothing to report
+    watch = NanWatch()
+    for nan_in in (None, "rewards", "critic", None):  # flags from any step of the collection stay set
+        watch.add(*step(nan_in))
+    with pytest.raises(ValueError, match=r"The observation group 'critic' returned by the environment contains NaN"):
+        watch.check()

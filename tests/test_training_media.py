@@ -80,6 +80,20 @@ def test_play_selects_by_experiment_run_and_checkpoint_regex(tmp_path):
     res = run([*cmd, "--chekpoint", "x"])
     assert res.returncode == 2 and "did you mean --checkpoint?" in res.stderr
 
+    # time_to_walk.py judges every checkpoint of the run in order, as play.py does, and stops at the first that walks
+    from robolab.cli.time_to_walk import time_to_walk
+
+    judge = ["--log_root", logs, "--experiment_name", "pp", "--num_envs", "4", "--device", "cpu"]
+    judge += ["--launched_at", "100", "env.episode_length_s=0.2", "env.backend.num_threads=1"]
+    never = time_to_walk([*judge, "--max_error", "0"])
+    assert never["time_to_walk_s"] is None and [r["iteration"] for r in never["judged"]] == [0, 1, 2]
+    assert all(r["steps"] == 10 and not r["walks"] for r in never["judged"])
+    first = time_to_walk([*judge, "--max_error", "100", "--output", str(tmp_path / "walk.json")])
+    model_0 = Path(first["run"], "model_0.pt")
+    assert first["first_walking"]["iteration"] == 0 and len(first["judged"]) == 1
+    assert first["time_to_walk_s"] == pytest.approx(model_0.stat().st_mtime - 100, abs=0.01)
+    assert json.loads((tmp_path / "walk.json").read_text())["time_to_walk_s"] == first["time_to_walk_s"]
+
 
 # --- a recurrent policy's memory starts afresh with each episode ---------------------------------------------------
 class EpisodeEnv:

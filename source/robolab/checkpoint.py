@@ -104,6 +104,12 @@ def checkpoint_iteration(path: str) -> int:
     return int(match.group(1))
 
 
+def all_checkpoints(run_dir: str) -> list[str]:
+    """Every complete ``model_<it>.pt`` in ``run_dir``, in iteration order (temporary files ignored)."""
+    found = sorted((int(m.group(1)), name) for name in os.listdir(run_dir) if (m := CHECKPOINT_PATTERN.match(name)))
+    return [os.path.join(run_dir, name) for _, name in found]
+
+
 def latest_checkpoint(run_dir: str, pattern: str | None = None) -> str | None:
     """The complete ``model_<it>.pt`` with the highest iteration in ``run_dir`` (temporary files ignored).
 

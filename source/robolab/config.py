@@ -56,8 +56,8 @@ def hydra_overrides(overrides: list[str]) -> list[str]:
     """Command-line overrides as Hydra must see them.
 
     ``env`` is an open node whose schema is the task's dataclass, checked in ``build_env_cfg``: its keys are
-    force-added (``++``) so Hydra's struct mode does not reject them first. ``env.backend=mjx`` names the backend
-    (``env.backend.name=mjx``).
+    force-added (``++``) so Hydra's struct mode does not reject them first. ``env.backend=warp`` names the backend
+    (``env.backend.name=warp``).
     """
     out = []
     for override in overrides:

@@ -157,7 +157,10 @@ def env_config(task: str, job: Job):
     if tasks.is_isaaclab_task(task):
         return None  # Isaac Lab builds and checks its own config when the env is opened
     env_cfg = build_env_cfg(task, job.cfg.env)
+    from robolab.envs.backends import resolve_name
+
     env_cfg.seed, env_cfg.device = job.seed, job.device
+    env_cfg.backend.name = resolve_name(env_cfg.backend.name, job.device)  # params/env.yaml names the one that ran
     share_cpu_cores(env_cfg, job.ctx)
     return env_cfg
 

@@ -34,18 +34,14 @@ class RobotModel:
     termination_sensor_adr: np.ndarray
     torque_sensor_adr: np.ndarray  # (joints,) actuator force sensors, policy order
     foot_pos_sensor_adr: np.ndarray  # (n_feet,) sensordata address of each foot's 3-d position in the base frame
-    foot_body_ids: np.ndarray  # body ids of the same groups, for backends that compute contacts themselves
+    foot_body_ids: np.ndarray  # body ids of the same groups (gait features read the feet's poses)
     undesired_body_ids: np.ndarray
     termination_body_ids: np.ndarray
     joint_limits: np.ndarray  # (joints, 2); -inf, inf for a joint without limits
 
 
-def load_robot(cfg: RobotCfg, timestep: float = 0.005, sensors: bool = True) -> RobotModel:
-    """Compile the robot; ``sensors=False`` leaves out robolab's sensors (their addresses are then empty).
-
-    MJX has no body-matched net-force contact sensor, so the mjx backend computes contact forces, torques and
-    foot positions from its own data and asks for a model without sensors.
-    """
+def load_robot(cfg: RobotCfg, timestep: float = 0.005) -> RobotModel:
+    """Compile the robot with robolab's sensors: net contact force per body, joint torques, foot positions."""
     spec = _load_spec(cfg)
     spec.option.timestep = timestep
     spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_AUTORESET
@@ -56,15 +52,13 @@ def load_robot(cfg: RobotCfg, timestep: float = 0.005, sensors: bool = True) -> 
         for joint, limit in zip(cfg.joint_names, cfg.torque_limits):
             rng = spec.joint(joint).range
             add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, (rng[0], rng[1]))
-    contact_sensors, torque_names, foot_pos_names = {"foot": [], "undesired": [], "termination": []}, [], []
-    if sensors:
-        contact_sensors = {
-            "foot": [_add_contact_sensor(spec, b) for b in cfg.foot_bodies],
-            "undesired": [_add_contact_sensor(spec, b) for b in cfg.undesired_contact_bodies],
-            "termination": [_add_contact_sensor(spec, b) for b in cfg.termination_contact_bodies],
-        }
-        torque_names = [_add_torque_sensor(spec, joint) for joint in cfg.joint_names]
-        foot_pos_names = [_add_foot_position_sensor(spec, foot, cfg.base_body) for foot in cfg.foot_bodies]
+    contact_sensors = {
+        "foot": [_add_contact_sensor(spec, b) for b in cfg.foot_bodies],
+        "undesired": [_add_contact_sensor(spec, b) for b in cfg.undesired_contact_bodies],
+        "termination": [_add_contact_sensor(spec, b) for b in cfg.termination_contact_bodies],
+    }
+    torque_names = [_add_torque_sensor(spec, joint) for joint in cfg.joint_names]
+    foot_pos_names = [_add_foot_position_sensor(spec, foot, cfg.base_body) for foot in cfg.foot_bodies]
     try:
         model = spec.compile()
     except ValueError as err:

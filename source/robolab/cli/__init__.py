@@ -73,6 +73,17 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argp
     return args, check_unknown(parser, rest)
 
 
+def parse_policy_flags(
+    parser: argparse.ArgumentParser, argv: list[str] | None
+) -> tuple[argparse.Namespace, list[str], str]:
+    """``parse`` for the programs that run a policy in envs: ``--num_envs`` must be positive, and the device is
+    ``--device`` or CUDA when there is one."""
+    args, overrides = parse(parser, argv)
+    if args.num_envs <= 0:
+        raise ValueError(f"--num_envs={args.num_envs}: must be a positive integer")
+    return args, overrides, default_device(args.device)
+
+
 def default_device(device: str | None) -> str:
     """``--device``, else CUDA when there is one."""
     import torch
@@ -100,3 +111,13 @@ def checkpoint_finder(args: argparse.Namespace):
         return runs.select_checkpoint(os.path.join(args.log_root, experiment), args.load_run, args.checkpoint)
 
     return find
+
+
+def open_policy(args: argparse.Namespace, overrides: list[str], device: str, video_for=None):
+    """The selected checkpoint's policy in ``args.num_envs`` envs of ``args.task`` under evaluation conditions
+    (``robolab.session.PolicySession``), as ``play.py`` and ``time_to_walk.py`` judge a policy."""
+    from robolab import evaluation
+    from robolab.session import prepare_policy
+
+    overrides = evaluation.eval_overrides(args.task, args.num_envs, args.seed) + overrides
+    return prepare_policy(args.task, overrides, device, checkpoint_finder(args), args.agent, video_for)

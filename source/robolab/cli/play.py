@@ -9,9 +9,9 @@ import os
 import sys
 
 from robolab import evaluation, tasks, viewer
-from robolab.cli import add_checkpoint_selection, checkpoint_finder, default_device, one_line_errors, parse
+from robolab.cli import add_checkpoint_selection, one_line_errors, open_policy, parse_policy_flags
 from robolab.config import ConfigError
-from robolab.session import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions, prepare_policy
+from robolab.session import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions
 from robolab.video import check_renderer
 
 
@@ -46,10 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def play(argv: list[str] | None = None) -> dict:
-    args, overrides = parse(build_parser(), argv)
-    if args.num_envs <= 0:
-        raise ConfigError(f"--num_envs={args.num_envs}: must be a positive integer")
-    device = default_device(args.device)
+    args, overrides, device = parse_policy_flags(build_parser(), argv)
     isaaclab_task = tasks.is_isaaclab_task(args.task)
     if args.viewer and isaaclab_task:
         raise ConfigError(f"--viewer: shows the embedded MuJoCo tasks; {args.task} plays in Isaac Lab's own visualiser")
@@ -57,14 +54,7 @@ def play(argv: list[str] | None = None) -> dict:
     if args.video and not isaaclab_task:
         check_renderer()
     video_for = _isaaclab_video(args) if args.video and isaaclab_task else None
-    session = prepare_policy(
-        args.task,
-        evaluation.eval_overrides(args.task, args.num_envs, args.seed) + overrides,
-        device,
-        checkpoint_finder(args),
-        args.agent,
-        video_for,
-    )
+    session = open_policy(args, overrides, device, video_for)
     with session.closer:
         runner, env = session.runner, session.env
         policy = runner.get_inference_policy(device=device)

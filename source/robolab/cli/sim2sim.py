@@ -1,7 +1,7 @@
 """``scripts/sim2sim.py``: a checkpoint trained on one task, judged in its own env and in another task's env.
 
     python scripts/sim2sim.py --task RoboLab-Isaac-Velocity-Flat-Go2 --target RoboLab-Velocity-Flat-Go2-v0
-    python scripts/sim2sim.py --target RoboLab-Velocity-Flat-Go2-v0 env.backend=mjx    # MuJoCo C -> MJX
+    python scripts/sim2sim.py --target RoboLab-Velocity-Flat-Go2-v0 env.backend=warp   # MuJoCo C -> MuJoCo Warp
 
 Both runs use the same env count, seed and number of steps, without observation noise or pushes. Arguments
 without -- are Hydra overrides of the target env. The result is printed as a table and written as JSON
@@ -17,8 +17,7 @@ import os
 import sys
 
 from robolab import evaluation, runs, sim2sim, tasks
-from robolab.cli import add_checkpoint_selection, checkpoint_finder, default_device, one_line_errors, parse
-from robolab.config import ConfigError
+from robolab.cli import add_checkpoint_selection, checkpoint_finder, one_line_errors, parse_policy_flags
 from robolab.session import (
     DEFAULT_LOG_ROOT,
     DEFAULT_TASK,
@@ -49,10 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str] | None = None) -> dict:
-    args, target_overrides = parse(build_parser(), argv)
-    if args.num_envs <= 0:
-        raise ConfigError(f"--num_envs={args.num_envs}: must be a positive integer")
-    device = default_device(args.device)
+    args, target_overrides, device = parse_policy_flags(build_parser(), argv)
     if args.video:  # before MuJoCo is first imported: it picks its OpenGL backend then
         check_renderer()
     from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg, quadruped_gaits

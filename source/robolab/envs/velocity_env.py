@@ -9,7 +9,7 @@ from tensordict import TensorDict
 
 from robolab.amp.features import amp_features, check_terms
 from robolab.envs import mdp
-from robolab.envs.backends import make_backend
+from robolab.envs.backends import make_backend, resolve_name
 from robolab.envs.math import heading, quat_rotate, wrap_to_pi, yaw_quat
 from robolab.envs.velocity_env_cfg import VelocityEnvCfg, check_ranges
 from robolab.envs.velocity_terms import POLICY_TERMS, PRIVILEGED_TERMS, REWARD_TERMS, GaitScores
@@ -38,6 +38,8 @@ def likely_culprits(cfg: VelocityEnvCfg) -> str:
         ours, theirs = cfg, default
         for part in key.split("."):
             ours, theirs = getattr(ours, part), getattr(theirs, part)
+        if key == "backend.name":  # the default (auto) stands for the backend it picks on this device
+            theirs = resolve_name(str(theirs), cfg.device)
         if ours != theirs:
             changed.append(f"env.{key}={ours} (the task's default is {theirs})")
     if not changed:
@@ -82,7 +84,7 @@ class VelocityEnv(VecEnv):
 
         self._allocate_buffers()
         self._randomise_physics()
-        self._reset_envs(torch.arange(self.num_envs, device=self.device))
+        self._reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
         self._refresh_state()
         self._noise_scale = self._policy_noise_scale()
         self._policy_history: torch.Tensor | None = None  # (N, history, frame), filled by the first observation
@@ -135,6 +137,14 @@ class VelocityEnv(VecEnv):
     def get_observations(self) -> TensorDict:
         return self._obs
 
+    def reset(self) -> TensorDict:
+        """Start a fresh episode in every env (evaluating one checkpoint after another in the same env)."""
+        self._reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
+        self._refresh_state()
+        self._policy_history = None
+        self._obs = self._compute_observations()
+        return self._obs
+
     def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
         actions = actions.to(self.device).clamp(-self.cfg.clip_actions, self.cfg.clip_actions)
         self.actions = actions
@@ -161,15 +171,13 @@ class VelocityEnv(VecEnv):
         extras = {"time_outs": time_out & ~fell, "log": {}}
         if self.cfg.amp_terms:  # the state each env reached, before any reset below replaces it
             extras["amp_next"] = self._amp_state().masked_fill(diverged[:, None], 0.0)
-        done_ids = dones.nonzero(as_tuple=False).squeeze(-1)
-        if len(done_ids) > 0:
-            self._log_episodes(extras["log"], done_ids, fell, non_finite, diverged)
-            self._reset_envs(done_ids)
-            self._refresh_state()
+        # Ended envs are reset by mask, every step, whether any ended or not: asking would wait for the GPU.
+        self._log_episodes(extras["log"], dones, fell, non_finite, diverged)
+        self._reset_envs(dones)
+        self._refresh_state()
         self._apply_pushes()
-        self.last_actions = actions.clone()
-        self.last_actions[done_ids] = 0.0
-        self._obs = self._compute_observations(done_ids)
+        self.last_actions = actions.masked_fill(dones[:, None], 0.0)
+        self._obs = self._compute_observations(dones)
         return self._obs, rewards, dones.long(), extras
 
     # --- buffers ----------------------------------------------------------------------------------------
@@ -213,22 +221,21 @@ class VelocityEnv(VecEnv):
         qvel = torch.nan_to_num(self.backend.qvel)
         self.state = mdp.RobotState.from_generalised(qpos, qvel, self._qpos_adr, self._dof_adr, self._gravity)
 
-    def _resample_commands(self, env_ids: torch.Tensor) -> None:
-        c, n = self.cfg.commands, len(env_ids)
+    def _resample_commands(self, mask: torch.Tensor) -> None:
+        """New commands for the envs in ``mask`` (drawn for every env, kept where ``mask``: no wait for the GPU)."""
+        c, n = self.cfg.commands, self.num_envs
         cmd = torch.stack(
             [self._uniform(*c.lin_vel_x, n), self._uniform(*c.lin_vel_y, n), self._uniform(*c.ang_vel_z, n)], dim=1
         )
         standing = torch.rand(n, generator=self.generator, device=self.device) < c.standing_fraction
-        cmd.masked_fill_(standing[:, None], 0.0)  # not cmd[standing]: boolean indexing waits for the GPU
-        self.commands[env_ids] = cmd
-        self.heading_target[env_ids] = self._uniform(*c.heading, n)
-        self.command_timer[env_ids] = c.resampling_time_s
+        cmd.masked_fill_(standing[:, None], 0.0)
+        self.commands = torch.where(mask[:, None], cmd, self.commands)
+        self.heading_target = torch.where(mask, self._uniform(*c.heading, n), self.heading_target)
+        self.command_timer.masked_fill_(mask, c.resampling_time_s)
 
     def _update_commands(self) -> None:
         self.command_timer -= self.step_dt
-        expired = (self.command_timer <= 0).nonzero(as_tuple=False).squeeze(-1)
-        if len(expired) > 0:
-            self._resample_commands(expired)
+        self._resample_commands(self.command_timer <= 0)
         c = self.cfg.commands
         if c.heading_command:
             moving = self.commands.abs().sum(dim=1) > 0  # standing envs keep a zero yaw rate
@@ -261,8 +268,9 @@ class VelocityEnv(VecEnv):
         self.friction = friction[self.backend.variant_of_env]
         self.added_base_mass = added_mass[self.backend.variant_of_env]
 
-    def _reset_envs(self, env_ids: torch.Tensor) -> None:
-        e, n = self.cfg.events, len(env_ids)
+    def _reset_envs(self, mask: torch.Tensor) -> None:
+        """Start new episodes in the envs of ``mask`` (states are drawn for every env and kept where ``mask``)."""
+        e, n = self.cfg.events, self.num_envs
         nq = self.robot.model.nq
         qpos = torch.zeros(n, nq, device=self.device)
         qpos[:, 2] = self.cfg.robot.init_base_height
@@ -272,9 +280,9 @@ class VelocityEnv(VecEnv):
         qpos[:, self._qpos_adr] = joint_pos
         qvel = torch.zeros(n, self.robot.model.nv, device=self.device)
         qvel[:, :6] = self._uniform(-e.reset_base_vel, e.reset_base_vel, n, 6)
-        self.backend.reset(env_ids, qpos, qvel)
+        self.backend.reset(mask, qpos, qvel)
 
-        self.episode_length_buf[env_ids] = 0
+        self.episode_length_buf.masked_fill_(mask, 0)
         for buf in (
             self.last_actions,
             self.feet_air_time,
@@ -284,20 +292,18 @@ class VelocityEnv(VecEnv):
             self.episode_steps,
             self.episode_gait,
         ):
-            buf[env_ids] = 0.0
-        self._resample_commands(env_ids)
-        self.push_timer[env_ids] = self._uniform(*e.push_interval_s, n)
+            buf.masked_fill_(mask.view(-1, *([1] * (buf.dim() - 1))), 0.0)
+        self._resample_commands(mask)
+        self.push_timer = torch.where(mask, self._uniform(*e.push_interval_s, n), self.push_timer)
 
     def _apply_pushes(self) -> None:
         self.push_timer -= self.step_dt
-        due = (self.push_timer <= 0).nonzero(as_tuple=False).squeeze(-1)
-        if len(due) == 0:
-            return
-        e = self.cfg.events
-        push = self._uniform(-e.push_vel_xy, e.push_vel_xy, len(due), 2)
-        world_vel = quat_rotate(self.state.base_quat[due], self.state.base_lin_vel[due])
+        due = self.push_timer <= 0
+        e, n = self.cfg.events, self.num_envs
+        push = self._uniform(-e.push_vel_xy, e.push_vel_xy, n, 2)
+        world_vel = quat_rotate(self.state.base_quat, self.state.base_lin_vel)
         self.backend.set_base_velocity(due, world_vel[:, :2] + push)
-        self.push_timer[due] = self._uniform(*e.push_interval_s, len(due))
+        self.push_timer = torch.where(due, self._uniform(*e.push_interval_s, n), self.push_timer)
 
     # --- terminations, rewards, observations ---------------------------------------------------------
     def _fell(self) -> torch.Tensor:
@@ -357,21 +363,39 @@ class VelocityEnv(VecEnv):
             )
 
     def _log_episodes(
-        self, log: dict, done_ids: torch.Tensor, fell: torch.Tensor, non_finite: torch.Tensor, diverged: torch.Tensor
+        self, log: dict, done: torch.Tensor, fell: torch.Tensor, non_finite: torch.Tensor, diverged: torch.Tensor
     ) -> None:
-        rewards = (self.episode_sums[done_ids].mean(dim=0) / self.cfg.episode_length_s).unbind()
-        log.update({f"Episode_Reward/{term.name}": value for term, value in zip(REWARD_TERMS, rewards)})
-        steps = self.episode_steps[done_ids].clamp_min(1)
-        log["Metrics/lin_vel_tracking_error"] = (self.episode_tracking_error[done_ids] / steps).mean()
-        log["Metrics/fall_rate"] = fell[done_ids].float().mean()
-        gait = (self.episode_gait[done_ids] / steps[:, None]).mean(dim=0).unbind()
-        log.update({f"Gait/{name}_score": value for name, value in zip(self.gait_scores.names, gait)})
-        log["Episode_Termination/fell"] = fell[done_ids].float().sum()
-        log["Episode_Termination/time_out"] = (~fell[done_ids]).float().sum()
-        log["Episode_Termination/non_finite"] = non_finite[done_ids].float().sum()
-        log["Episode_Termination/diverged"] = diverged[done_ids].float().sum()
-        log["Metrics/non_finite_total"] = self._non_finite_total.float()
-        log["Metrics/diverged_total"] = self._diverged_total.float()
+        """Means over the episodes that ended this step, and counts of how they ended.
+
+        Every value is a 0-dim tensor, NaN when no episode ended: the logger leaves those steps out, so a value
+        averages over the steps where episodes ended, and nothing here waits for the GPU to know whether any did.
+        """
+        steps = self.episode_steps.clamp_min(1)[:, None]
+        per_episode = torch.cat(  # (num_envs, values): one weighted sum gives every mean at once
+            [
+                self.episode_sums / self.cfg.episode_length_s,
+                self.episode_tracking_error[:, None] / steps,
+                fell[:, None].float(),
+                self.episode_gait / steps,
+            ],
+            dim=1,
+        )
+        count = done.sum()
+        nan = torch.full((), float("nan"), device=self.device)
+        means = torch.where(count > 0, done.float() @ per_episode / count.clamp_min(1), nan).unbind()
+        names = [
+            *(f"Episode_Reward/{term.name}" for term in REWARD_TERMS),
+            "Metrics/lin_vel_tracking_error",
+            "Metrics/fall_rate",
+            *(f"Gait/{name}_score" for name in self.gait_scores.names),
+        ]
+        log.update(zip(names, means))
+        ended = torch.stack([fell, ~fell, non_finite, diverged]) & done
+        counts = torch.where(count > 0, ended.sum(dim=1).float(), nan).unbind()
+        kinds = ("fell", "time_out", "non_finite", "diverged")
+        log.update({f"Episode_Termination/{kind}": value for kind, value in zip(kinds, counts)})
+        log["Metrics/non_finite_total"] = torch.where(count > 0, self._non_finite_total.float(), nan)
+        log["Metrics/diverged_total"] = torch.where(count > 0, self._diverged_total.float(), nan)
 
     def _policy_noise_scale(self) -> torch.Tensor | None:
         """Half-width of the uniform noise on each column of a policy frame, or None without noise."""
@@ -385,7 +409,7 @@ class VelocityEnv(VecEnv):
         scale = torch.cat(widths)
         return scale if nz.enabled and bool(scale.any()) else None
 
-    def _compute_observations(self, reset_ids: torch.Tensor | None = None) -> TensorDict:
+    def _compute_observations(self, reset: torch.Tensor | None = None) -> TensorDict:
         """``policy``: noisy proprioception (optionally a history); ``critic`` and ``teacher``: noise-free plus
         privileged terms (the same tensor: the teacher of a distillation run sees what a PPO critic sees)."""
         clean = torch.cat([term.func(self) for term in POLICY_TERMS], dim=1)
@@ -395,7 +419,7 @@ class VelocityEnv(VecEnv):
                 2.0 * torch.rand(clean.shape, generator=self.generator, device=self.device) - 1.0
             )
         critic = torch.cat([clean, *(term.func(self) for term in PRIVILEGED_TERMS)], dim=1)
-        groups = {"policy": self._stack_history(frame, reset_ids), "critic": critic, "teacher": critic}
+        groups = {"policy": self._stack_history(frame, reset), "critic": critic, "teacher": critic}
         if self.cfg.amp_terms:
             groups["amp"] = self._amp_state()
         return TensorDict(groups, batch_size=[self.num_envs], device=self.device)
@@ -411,16 +435,17 @@ class VelocityEnv(VecEnv):
             foot_pos=torch.nan_to_num(self.backend.foot_positions),
         )
 
-    def _stack_history(self, frame: torch.Tensor, reset_ids: torch.Tensor | None) -> torch.Tensor:
+    def _stack_history(self, frame: torch.Tensor, reset: torch.Tensor | None) -> torch.Tensor:
         history = self.cfg.policy_history
         if history == 1:
             return frame
+        flat = frame[:, None].expand(-1, history, -1)
         if self._policy_history is None:
-            self._policy_history = frame[:, None].repeat(1, history, 1)
+            self._policy_history = flat.clone()
         else:
             self._policy_history = torch.cat([self._policy_history[:, 1:], frame[:, None]], dim=1)
-            if reset_ids is not None and len(reset_ids) > 0:  # a new episode starts with a full, flat history
-                self._policy_history[reset_ids] = frame[reset_ids, None].repeat(1, history, 1)
+            if reset is not None:  # a new episode starts with a full, flat history
+                self._policy_history = torch.where(reset[:, None, None], flat, self._policy_history)
         return self._policy_history.flatten(1)
 
     def close(self) -> None:

@@ -99,11 +99,17 @@ class DivergenceCfg:
 
 @dataclass
 class BackendCfg:
-    name: str = "mujoco"
+    name: str = "auto"
+    """``mujoco`` (MuJoCo C on CPU threads), ``warp`` (MuJoCo Warp, on a GPU or warp's CPU device); ``auto`` picks
+    warp on a GPU and mujoco on the CPU."""
     num_threads: int | None = None
     """Worker threads for the mujoco backend; None = the cores this process may use."""
     num_variants: int | None = 64
     """Randomised physics variants (friction, base mass), each shared by a block of envs; None = one per env."""
+    nconmax: int | None = None
+    """Warp backend: contacts allocated per env (MuJoCo Warp's own estimate when None)."""
+    njmax: int | None = None
+    """Warp backend: constraint rows allocated per env (MuJoCo Warp's own estimate when None)."""
 
 
 @dataclass

@@ -41,6 +41,7 @@ class EpisodeStatistics:
             k: deque(maxlen=RECENT_EPISODES) for k in (REWARD_KEY, LENGTH_KEY, EXTRINSIC_KEY, INTRINSIC_KEY)
         }
         self.extras: list[dict] = []
+        self.finished: list[tuple[torch.Tensor, dict[str, torch.Tensor]]] = []  # per step: (done, sums), on device
         self.device = device
 
     def add_step(self, rewards, dones, extras: dict, intrinsic_rewards=None) -> None:
@@ -54,18 +55,29 @@ class EpisodeStatistics:
         if intrinsic_rewards is not None:
             self.extrinsic_sum += rewards
             self.intrinsic_sum += intrinsic_rewards
+        # The ended episodes' sums stay on the device until the iteration's statistics are read: picking them out
+        # here would wait for the GPU every step.
         done = dones > 0
-        if not bool(done.any()):
-            return
-        finished = {REWARD_KEY: self.reward_sum, LENGTH_KEY: self.length}
+        sums = {REWARD_KEY: self.reward_sum, LENGTH_KEY: self.length}
         if intrinsic_rewards is not None:
-            finished.update({EXTRINSIC_KEY: self.extrinsic_sum, INTRINSIC_KEY: self.intrinsic_sum})
-        for key, sums in finished.items():
-            self.recent[key].extend(sums[done].tolist())
-            sums.masked_fill_(done, 0.0)
+            sums.update({EXTRINSIC_KEY: self.extrinsic_sum, INTRINSIC_KEY: self.intrinsic_sum})
+        self.finished.append((done, {key: values.clone() for key, values in sums.items()}))
+        for values in sums.values():
+            values.masked_fill_(done, 0.0)
+
+    def _flush_finished(self) -> None:
+        """Move the episodes that ended since the last call into ``recent``, in the order they ended."""
+        if not self.finished:
+            return
+        done = torch.stack([d for d, _ in self.finished])  # (steps, envs): step-major, as they ended
+        for key in self.finished[0][1]:
+            values = torch.stack([sums[key] for _, sums in self.finished])
+            self.recent[key].extend(values[done].tolist())
+        self.finished.clear()
 
     def local_sums(self) -> dict[str, tuple[float, float]]:
         """(sum, count) per statistic on this rank: recent episodes, and the mean of every logged extra."""
+        self._flush_finished()
         sums = {key: (float(sum(values)), float(len(values))) for key, values in self.recent.items() if values}
         # Extras stay on the device until one transfer at the end: reading each (24 steps x ~20 keys) would
         # wait for the GPU hundreds of times per iteration.
@@ -76,9 +88,13 @@ class EpisodeStatistics:
                     torch.as_tensor(value, dtype=torch.float64, device=self.device).flatten()
                 )
         if values:
-            totals = torch.stack([torch.cat(parts).sum() for parts in values.values()]).tolist()
-            for (key, parts), total in zip(values.items(), totals):
-                sums[key] = (total, float(sum(p.numel() for p in parts)))
+            # A NaN entry is a step where the value did not exist (the embedded env logs episode means as NaN when
+            # no episode ended, rather than wait for the GPU to ask): left out of both the sum and the count.
+            stacked = [torch.cat(parts) for parts in values.values()]
+            totals = torch.stack([torch.stack([v.nansum(), (~v.isnan()).sum()]) for v in stacked]).tolist()
+            for key, (total, count) in zip(values, totals):
+                if count > 0:
+                    sums[key] = (total, count)
         self.extras.clear()
         return sums
 

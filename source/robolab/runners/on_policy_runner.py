@@ -7,7 +7,9 @@ What this subclass changes, and why:
 - ``learn`` is overridden whole, so each step of an iteration is explicit: collect, update, reduce the
   statistics over ranks, log, checkpoint, replication check, and the stop agreed by every rank;
 - checkpoints are written atomically and loaded with ``weights_only=True``; they carry RNG states;
-- ``model_<it>.pt`` holds the state after iteration ``it``, so a resume starts at ``it + 1``.
+- ``model_<it>.pt`` holds the state after iteration ``it``, so a resume starts at ``it + 1``;
+- collecting waits for the GPU once per iteration, not per step: rsl_rl's NaN check (``check_nan``) is kept as
+  flags on the device (``NanWatch``) and read after the last step.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import torch
 from robolab import checkpoint, distributed
 from robolab.distributed import DistributedConfigError, DistributedContext
 from robolab.rsl_rl_api import OnPolicyRunner as RslRlOnPolicyRunner
-from robolab.rsl_rl_api import VecEnv, check_nan, resolve_callable
+from robolab.rsl_rl_api import VecEnv, resolve_callable
 from robolab.runners.logger import IterationRecord, TrainingLogger
 
 
@@ -122,14 +124,17 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         start = time.time()
         rnd = self.cfg["algorithm"].get("rnd_cfg")
         with torch.inference_mode():
+            nan_watch = NanWatch() if self.cfg.get("check_for_nan", True) else None
             for _ in range(self.cfg["num_steps_per_env"]):
                 actions = self.alg.act(obs)
                 obs, rewards, dones, extras = self.env.step(actions.to(self.env.device))
-                if self.cfg.get("check_for_nan", True):
-                    check_nan(obs, rewards, dones)
+                if nan_watch is not None:
+                    nan_watch.add(obs, rewards, dones)
                 obs, rewards, dones = obs.to(self.device), rewards.to(self.device), dones.to(self.device)
                 self.alg.process_env_step(obs, rewards, dones, extras)
                 self.logger.process_env_step(rewards, dones, extras, self.alg.intrinsic_rewards if rnd else None)
+            if nan_watch is not None:
+                nan_watch.check()
             collect_s = time.time() - start
             self.alg.compute_returns(obs)
         return obs, collect_s
@@ -236,3 +241,28 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
 
 def _without_task(identity: dict) -> dict:
     return {k: v for k, v in identity.items() if k != "task"}
+
+
+class NanWatch:
+    """rsl_rl's ``check_nan`` over a whole collection: one flag per env output, or-ed on the device each step and
+    read once at the end (reading it every step would wait for the GPU every step)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.flags: torch.Tensor | None = None
+
+    def add(self, obs, rewards: torch.Tensor, dones: torch.Tensor) -> None:
+        outputs = {f"observation group '{key}'": value for key, value in obs.items()}
+        outputs.update({"rewards": rewards, "dones": dones})
+        self.names = list(outputs)
+        flags = torch.stack([torch.isnan(value.float()).any() for value in outputs.values()])
+        self.flags = flags if self.flags is None else self.flags | flags
+
+    def check(self) -> None:
+        if self.flags is None or not bool(self.flags.any()):
+            return
+        first = self.names[int(self.flags.nonzero()[0])]
+        raise ValueError(
+            f"The {first} returned by the environment contains NaN values (in this iteration's collection). This "
+            "usually indicates a bug in the environment's step(), reset(), reward or termination computation."
+        )

@@ -71,12 +71,18 @@ class PhysicsBackend(ABC):
         """Bool mask (num_envs,) of envs whose state went non-finite during the last step."""
 
     @abstractmethod
-    def reset(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
-        """Set the state of ``env_ids`` (and clear their sensor readings and non-finite flag)."""
+    def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Set the state of the envs in ``mask`` (bool, num_envs) to their rows of ``qpos`` and ``qvel`` (num_envs
+        rows each), and clear their sensor readings and non-finite flag.
+
+        A mask with full-size rows, not a list of env ids: the MDP can then reset without asking the GPU which envs
+        ended (a host synchronisation per step).
+        """
 
     @abstractmethod
-    def set_base_velocity(self, env_ids: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:
-        """Overwrite the world-frame horizontal base velocity of ``env_ids`` (pushes)."""
+    def set_base_velocity(self, mask: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:
+        """Overwrite the world-frame horizontal base velocity of the envs in ``mask`` with their rows of
+        ``lin_vel_xy`` (num_envs, 2) (pushes)."""
 
     @abstractmethod
     def set_friction(self, friction: torch.Tensor) -> None:

@@ -120,20 +120,22 @@ class MujocoBackend(PhysicsBackend):
         return torch.from_numpy(self._non_finite.copy()).to(self.device)
 
     # --- writes ---------------------------------------------------------------------------------------
-    def reset(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
-        ids = env_ids.cpu().numpy()
+    def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        ids = np.flatnonzero(mask.cpu().numpy())  # the physics is on the CPU: the ids are needed here anyway
+        if len(ids) == 0:
+            return
         rows = self._state[ids]
         rows[:] = 0.0  # time, actuator activations and everything else start from zero
-        rows[:, self._qpos_slice] = qpos.cpu().double().numpy()
-        rows[:, self._qvel_slice] = qvel.cpu().double().numpy()
+        rows[:, self._qpos_slice] = qpos.cpu().double().numpy()[ids]
+        rows[:, self._qvel_slice] = qvel.cpu().double().numpy()[ids]
         self._state[ids] = rows
         self._sensor[ids] = 0.0
         self._non_finite[ids] = False
 
-    def set_base_velocity(self, env_ids: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:
-        ids = env_ids.cpu().numpy()
+    def set_base_velocity(self, mask: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:
+        ids = np.flatnonzero(mask.cpu().numpy())
         start = self._qvel_slice.start
-        self._state[ids, start : start + 2] = lin_vel_xy.cpu().double().numpy()
+        self._state[ids, start : start + 2] = lin_vel_xy.cpu().double().numpy()[ids]
 
     def set_friction(self, friction: torch.Tensor) -> None:
         for model, mu in zip(self._variants, friction.tolist(), strict=True):

@@ -1,0 +1,247 @@
+"""MuJoCo Warp backend: every env a world of one batched ``mujoco_warp`` simulation, on a GPU or on warp's CPU device.
+
+The batched state lives in warp arrays; torch reads and writes them through zero-copy views made once
+(``wp.to_torch``), so the MDP's resets, pushes and reads never cross to the host. One control step is one CUDA
+graph: ``decimation`` physics steps, each followed by a small kernel that keeps the peak contact force of every
+robolab contact sensor and flags non-finite worlds. The model carries the same sensors as the MuJoCo C backend's
+(``robolab.assets.load_robot``): net contact force per body, joint actuator torques, foot positions in the base
+frame, so both backends read the same quantities and the parity tests compare like with like.
+
+Randomised friction and base mass are per-world fields of the model (``put_model``'s ``batch_sizes``), written from
+each env's variant, so env ``i`` simulates the same physics variant on every backend.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import mujoco
+import mujoco_warp as mjw
+import numpy as np
+import torch
+import warp as wp
+
+from robolab.assets import RobotModel
+from robolab.envs.backends.base import PhysicsBackend, variant_blocks
+from robolab.envs.backends.warp_kernels import flag_non_finite_state, track_contact_peaks
+
+# The Newton solve runs a fixed, small number of iterations by design (MuJoCo C stops there silently too):
+# reaching it is no overflow worth a line per step. Real overflows (contacts, constraints) still warn.
+_QUIET_OVERFLOWS = mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS
+
+
+def warp_device_for(device: torch.device) -> wp.context.Device:
+    """The warp device that holds the same memory as torch's ``device``."""
+    if device.type == "cpu":
+        return wp.get_device("cpu")
+    if device.type != "cuda":
+        raise ValueError(f"device={str(device)!r}: the warp backend runs on 'cpu' or 'cuda[:N]'")
+    index = torch.cuda.current_device() if device.index is None else device.index
+    return wp.get_device(f"cuda:{index}")
+
+
+class WarpBackend(PhysicsBackend):
+    def __init__(
+        self,
+        robot: RobotModel,
+        num_envs: int,
+        device: str = "cpu",
+        num_variants: int | None = 64,
+        nconmax: int | None = None,
+        njmax: int | None = None,
+    ):
+        wp.config.quiet = True  # no banner per process (each rank would print one)
+        wp.init()
+        self.robot = robot
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        self.wp_device = warp_device_for(self.device)
+        self.num_variants, variant = variant_blocks(num_envs, num_variants)
+        self.variant_of_env = torch.as_tensor(variant, device=self.device)
+
+        # mujoco_warp has no auto-reset to disable: a diverged world keeps its NaNs, as with MuJoCo C's flag set.
+        model = copy.copy(robot.model)
+        model.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
+        with wp.ScopedDevice(self.wp_device):
+            try:
+                self._model = mjw.put_model(model, batch_sizes={"geom_friction": num_envs, "body_mass": num_envs})
+            except NotImplementedError as err:  # a feature of the robot model's own that MuJoCo Warp lacks
+                raise ValueError(
+                    f"env.backend.name='warp' cannot simulate this robot model: MuJoCo Warp does not support {err} "
+                    "(use env.backend=mujoco, or change it in the model)"
+                ) from None
+            self._model.opt.warn_overflow = int(mjw.OverflowType.ALL & ~_QUIET_OVERFLOWS)
+            self._data = mjw.make_data(model, nworld=num_envs, nconmax=nconmax, njmax=njmax)
+            contact_adr = np.concatenate(
+                [robot.foot_sensor_adr, robot.undesired_sensor_adr, robot.termination_sensor_adr]
+            ).astype(np.int32)
+            self._contact_adr = wp.array(contact_adr, dtype=int)
+            self._peak = wp.zeros((num_envs, len(contact_adr)), dtype=float)
+            self._non_finite = wp.zeros(num_envs, dtype=wp.bool)
+        bounds = np.cumsum([0, len(robot.foot_sensor_adr), len(robot.undesired_sensor_adr)])
+        self._group_columns = {
+            "foot": slice(bounds[0], bounds[1]),
+            "undesired": slice(bounds[1], bounds[2]),
+            "termination": slice(bounds[2], len(contact_adr)),
+        }
+
+        # Torch views of the warp arrays: the same memory, made once (the arrays live as long as the backend).
+        d, m = self._data, self._model
+        self._qpos, self._qvel = wp.to_torch(d.qpos), wp.to_torch(d.qvel)
+        self._ctrl, self._sensordata = wp.to_torch(d.ctrl), wp.to_torch(d.sensordata)
+        self._resettable = [wp.to_torch(a) for a in (d.time, d.act, d.qacc_warmstart, d.qfrc_applied, d.xfrc_applied)]
+        self._peak_view, self._non_finite_view = wp.to_torch(self._peak), wp.to_torch(self._non_finite)
+        self._friction, self._mass = wp.to_torch(m.geom_friction), wp.to_torch(m.body_mass)
+        self._nominal_friction = self._friction[0].clone()
+        self._nominal_base_mass = float(robot.model.body_mass[robot.base_body_id])
+        self._actuator_ids = torch.as_tensor(robot.actuator_ids, device=self.device)
+        self._torque_adr = torch.as_tensor(robot.torque_sensor_adr, device=self.device)
+        self._foot_pos_adr = torch.as_tensor(robot.foot_pos_sensor_adr[:, None] + np.arange(3), device=self.device)
+
+        self._graphs: dict[int, wp.context.Graph] = {}
+        self._stream = wp.Stream(self.wp_device) if self.wp_device.is_cuda else None
+        self._events = (wp.Event(self.wp_device), wp.Event(self.wp_device)) if self.wp_device.is_cuda else None
+        self._torch_streams: dict[int, wp.Stream] = {}
+        self._render_data: mujoco.MjData | None = None
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Compile every kernel of a step now (a CUDA graph cannot load modules while it captures), then start over
+        from the model's initial state."""
+        with wp.ScopedDevice(self.wp_device):
+            self._physics_step(decimation=1)
+            mjw.reset_data(self._model, self._data)
+            self._peak.zero_()
+            self._non_finite.zero_()
+            wp.synchronize_device(self.wp_device)
+
+    # --- stepping -------------------------------------------------------------------------------------
+    def _physics_step(self, decimation: int) -> None:
+        """The work of one control step, as warp launches (captured once into a graph on a GPU)."""
+        self._non_finite.zero_()
+        num_sensors = self._peak.shape[1]
+        for substep in range(decimation):
+            mjw.step(self._model, self._data)
+            if num_sensors:
+                wp.launch(
+                    track_contact_peaks,
+                    dim=(self.num_envs, num_sensors),
+                    inputs=[self._data.sensordata, self._contact_adr, int(substep == 0)],
+                    outputs=[self._peak, self._non_finite],
+                )
+        wp.launch(
+            flag_non_finite_state,
+            dim=self.num_envs,
+            inputs=[self._data.qpos, self._data.qvel, self._data.sensordata],
+            outputs=[self._non_finite],
+        )
+
+    def step(self, joint_targets: torch.Tensor, decimation: int) -> None:
+        self._ctrl[:, self._actuator_ids] = joint_targets.to(self.device, torch.float32)
+        if self._stream is None:  # warp's CPU device: launches run in order on the calling thread
+            with wp.ScopedDevice(self.wp_device):
+                self._physics_step(decimation)
+            return
+        graph = self._graphs.get(decimation)
+        if graph is None:
+            graph = self._graphs[decimation] = self._capture(decimation)
+        # The graph runs on warp's stream, ordered after torch's writes (targets, resets) and before torch's reads,
+        # through events: nothing waits on the host.
+        torch_stream = self._torch_stream()
+        assert self._stream is not None and self._events is not None
+        self._stream.wait_event(torch_stream.record_event(self._events[0]))
+        wp.capture_launch(graph, stream=self._stream)
+        torch_stream.wait_event(self._stream.record_event(self._events[1]))
+
+    def _torch_stream(self) -> wp.Stream:
+        """Torch's current stream on this device, as a warp stream (wrapped once per stream)."""
+        current = torch.cuda.current_stream(self.device)
+        wrapped = self._torch_streams.get(current.cuda_stream)
+        if wrapped is None:
+            wrapped = self._torch_streams[current.cuda_stream] = wp.stream_from_torch(current)
+        return wrapped
+
+    def _capture(self, decimation: int) -> wp.context.Graph:
+        torch.cuda.current_stream(self.device).synchronize()  # once per decimation: pending torch writes land first
+        # Every launch of the step goes to the capturing stream (warp launches on the device's current stream).
+        with wp.ScopedStream(self._stream), wp.ScopedCapture(device=self.wp_device, stream=self._stream) as capture:
+            self._physics_step(decimation)
+        assert capture.graph is not None
+        return capture.graph
+
+    # --- reads (torch views of warp arrays; no copy of the state) -------------------------------------
+    @property
+    def qpos(self) -> torch.Tensor:
+        return self._qpos
+
+    @property
+    def qvel(self) -> torch.Tensor:
+        return self._qvel
+
+    def contact_forces(self, group: str) -> torch.Tensor:
+        return self._peak_view[:, self._group_columns[group]]
+
+    @property
+    def joint_torques(self) -> torch.Tensor:
+        return self._sensordata[:, self._torque_adr]
+
+    @property
+    def foot_positions(self) -> torch.Tensor:
+        return self._sensordata[:, self._foot_pos_adr]
+
+    @property
+    def non_finite(self) -> torch.Tensor:
+        return self._non_finite_view
+
+    # --- writes (torch ops on the views, queued on torch's stream) ------------------------------------
+    def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        mask = mask.to(self.device)
+        rows = mask[:, None]
+        # torch.where, not a multiply by the mask: a diverged env's values are NaN, and NaN * 0 stays NaN.
+        self._qpos.copy_(torch.where(rows, qpos.to(self.device, torch.float32), self._qpos))
+        self._qvel.copy_(torch.where(rows, qvel.to(self.device, torch.float32), self._qvel))
+        # Time, controls, activations, applied forces, warm start and readings start from zero.
+        for view in (*self._resettable, self._ctrl, self._sensordata, self._peak_view):
+            view.masked_fill_(mask.view(-1, *([1] * (view.dim() - 1))), 0)
+        self._non_finite_view.masked_fill_(mask, False)
+
+    def set_base_velocity(self, mask: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:
+        mask = mask.to(self.device)
+        base = self._qvel[:, :2]
+        base.copy_(torch.where(mask[:, None], lin_vel_xy.to(self.device, torch.float32), base))
+
+    def set_friction(self, friction: torch.Tensor) -> None:
+        mu = friction.to(self.device, torch.float32)[self.variant_of_env]
+        self._friction.copy_(self._nominal_friction.expand_as(self._friction))
+        self._friction[:, :, 0] = mu[:, None]
+
+    def set_added_base_mass(self, added_mass: torch.Tensor) -> None:
+        dm = added_mass.to(self.device, torch.float32)[self.variant_of_env]
+        self._mass[:, self.robot.base_body_id] = self._nominal_base_mass + dm
+
+    def render_data(self, env_id: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        """The MuJoCo model and a forward-computed MjData of one env, for rendering."""
+        model = self.robot.model
+        if self._render_data is None:
+            self._render_data = mujoco.MjData(model)
+        self._render_data.qpos[:] = self._qpos[env_id].cpu().numpy()
+        self._render_data.qvel[:] = self._qvel[env_id].cpu().numpy()
+        mujoco.mj_forward(model, self._render_data)
+        return model, self._render_data
+
+    def corrupt(self, env_ids: torch.Tensor) -> None:
+        """Make the state of ``env_ids`` non-finite (tests and fault injection)."""
+        self._qvel[env_ids.to(self.device)] = float("nan")
+
+    def synchronize(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        wp.synchronize_device(self.wp_device)
+
+    def device_memory_bytes(self) -> int | None:
+        if not self.wp_device.is_cuda or not wp.is_mempool_enabled(self.wp_device):
+            return None
+        return int(wp.get_mempool_used_mem_high(self.wp_device))
+
+    def close(self) -> None:
+        self._graphs.clear()
