@@ -114,7 +114,7 @@ def test_humanoid_is_refused_by_warp_up_front_naming_its_solver(tmp_path, capsys
     argv = ["--num_envs", "4", "--log_root", str(log_root), *robot_overrides("humanoid"), "env.backend=warp"]
     assert main(argv) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and "MuJoCo Warp does not support" in lines[0] and "PGS" in lines[0], lines
+    assert len(lines) == 1 and "(MuJoCo Warp: mjSOL_PGS is unsupported;" in lines[0], lines
     assert not log_root.exists()
 
 

@@ -67,8 +67,8 @@ class WarpBackend(PhysicsBackend):
                 self._model = mjw.put_model(model, batch_sizes={"geom_friction": num_envs, "body_mass": num_envs})
             except NotImplementedError as err:  # a feature of the robot model's own that MuJoCo Warp lacks
                 raise ValueError(
-                    f"env.backend.name='warp' cannot simulate this robot model: MuJoCo Warp does not support {err} "
-                    "(use env.backend=mujoco, or change it in the model)"
+                    f"env.backend.name='warp' cannot simulate this robot model (MuJoCo Warp: {str(err).rstrip('.')}; "
+                    "set by the model's <option> or elements): use env.backend=mujoco, or change it in the model"
                 ) from None
             self._model.opt.warn_overflow = int(mjw.OverflowType.ALL & ~_QUIET_OVERFLOWS)
             self._data = mjw.make_data(model, nworld=num_envs, nconmax=nconmax, njmax=njmax)
