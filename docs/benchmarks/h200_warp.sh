@@ -15,7 +15,7 @@ LOGS=/tmp/robolab_logs
 for mode in "$@"; do
 case "$mode" in
 check)
-  ROBOLAB_TEST_DEVICE=cuda timeout 400 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_backends.py -k "warp or auto" \
+  ROBOLAB_TEST_DEVICE=cuda timeout 400 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_backends.py \
     > "$OUT/gpu_tests.log" 2>&1; echo "pytest rc=$?" >> "$OUT/gpu_tests.log" ;;
 bench)
   for n in ${SIZES:-4096 16384 65536}; do
@@ -44,7 +44,7 @@ print(json.dumps({"run": run, "launched_at": start, "first_iteration_done_s": ro
                   "warp_cache": os.environ.get("WARP_CACHE_PATH", "~/.cache/warp"), "cache": os.environ["WALK_CACHE"]}))
 PY
   cp "$run"/summary.json "$OUT/${name}_summary.json"
-  rm "$OUT/$name.log"  # (8 files come back at most)
+  tail -c 20000 "$OUT/$name.log" > "$OUT/$name.tail"; rm "$OUT/$name.log"  # (8 files come back at most)
   timeout 300 python3 scripts/time_to_walk.py --load_run "$run" --launched_at "$start" --device cuda \
     --output "$OUT/${name}_time_to_walk.json" > "$OUT/${name}_judge.log" 2>&1 ;;
 esac
