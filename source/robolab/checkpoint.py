@@ -104,27 +104,28 @@ def checkpoint_iteration(path: str) -> int:
     return int(match.group(1))
 
 
-def all_checkpoints(run_dir: str) -> list[str]:
-    """Every complete ``model_<it>.pt`` in ``run_dir``, in iteration order (temporary files ignored)."""
-    found = sorted((int(m.group(1)), name) for name in os.listdir(run_dir) if (m := CHECKPOINT_PATTERN.match(name)))
+def all_checkpoints(run_dir: str, pattern: str | None = None) -> list[str]:
+    """Every complete ``model_<it>.pt`` in ``run_dir``, in iteration order (temporary files ignored).
+
+    With ``pattern`` (a regular expression, matched from the start of the name as Isaac Lab's ``--checkpoint``),
+    only the checkpoints whose file name it matches.
+    """
+    if not os.path.isdir(run_dir):
+        return []
+    regex = _compile(pattern, "--checkpoint")
+    found = sorted(
+        (int(m.group(1)), name)
+        for name in os.listdir(run_dir)
+        if (m := CHECKPOINT_PATTERN.match(name)) and (regex is None or regex.match(name))
+    )
     return [os.path.join(run_dir, name) for _, name in found]
 
 
 def latest_checkpoint(run_dir: str, pattern: str | None = None) -> str | None:
-    """The complete ``model_<it>.pt`` with the highest iteration in ``run_dir`` (temporary files ignored).
-
-    With ``pattern`` (a regular expression, matched from the start of the name as Isaac Lab's ``--checkpoint``),
-    only the checkpoints whose file name it matches are considered.
-    """
-    if not os.path.isdir(run_dir):
-        return None
-    regex = _compile(pattern, "--checkpoint")
-    found = [
-        (int(m.group(1)), name)
-        for name in os.listdir(run_dir)
-        if (m := CHECKPOINT_PATTERN.match(name)) and (regex is None or regex.match(name))
-    ]
-    return os.path.join(run_dir, max(found)[1]) if found else None
+    """The complete ``model_<it>.pt`` with the highest iteration in ``run_dir`` (``pattern`` as in
+    ``all_checkpoints``)."""
+    found = all_checkpoints(run_dir, pattern)
+    return found[-1] if found else None
 
 
 def latest_run(

@@ -19,7 +19,7 @@ from rsl_rl.algorithms import PPO, Distillation
 from rsl_rl.env import VecEnv
 from rsl_rl.modules import MLP, EmpiricalNormalization
 from rsl_rl.runners import OnPolicyRunner
-from rsl_rl.utils import check_nan, reduce_gradients_in_buckets, resolve_callable
+from rsl_rl.utils import reduce_gradients_in_buckets, resolve_callable
 from rsl_rl.utils.log_writer import LogWriter
 from rsl_rl.utils.logger import Logger
 
@@ -33,7 +33,6 @@ __all__ = [
     "Logger",
     "OnPolicyRunner",
     "VecEnv",
-    "check_nan",
     "reduce_gradients_in_buckets",
     "resolve_callable",
     "rsl_rl_version",
@@ -84,7 +83,6 @@ SURFACE: dict[str, tuple[str, ...]] = {
     # utilities and modules
     "reduce_gradients_in_buckets": ("params", "world_size", "bucket_mb"),
     "resolve_callable": ("callable_or_name",),
-    "check_nan": ("obs", "rewards", "dones"),
     "MLP.__init__": ("input_dim", "output_dim", "hidden_dims", "activation"),
     "EmpiricalNormalization.__init__": ("shape",),
     "EmpiricalNormalization.update": ("x",),
@@ -118,7 +116,6 @@ _NAMES = {
     "EmpiricalNormalization": EmpiricalNormalization,
     "reduce_gradients_in_buckets": reduce_gradients_in_buckets,
     "resolve_callable": resolve_callable,
-    "check_nan": check_nan,
 }
 
 
