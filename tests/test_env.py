@@ -207,3 +207,12 @@ def test_policy_history_stacks_frames_oldest_first_and_restarts_flat_after_reset
     assert done.all()
     torch.testing.assert_close(obs["policy"][:, :48], obs["policy"][:, 96:])
     assert env.get_observations()["teacher"].shape == (4, 54)
+
+
+def test_unknown_backend_is_a_one_line_error_naming_the_choices():
+    cfg = Go2FlatEnvCfg(num_envs=2)
+    cfg.backend.name = "wrap"
+    with pytest.raises(
+        ValueError, match=r"env.backend.name='wrap' is not a known backend \(allowed: 'auto', 'mujoco', 'warp'\)"
+    ):
+        VelocityEnv(cfg)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import sys
 
 import pytest
 import torch
@@ -177,3 +178,15 @@ def test_auto_picks_warp_on_a_gpu_and_mujoco_c_on_the_cpu(monkeypatch):
     with pytest.warns(UserWarning, match=r"pip install 'robolab\[warp\]'"):
         assert resolve_name("auto", "cuda") == "mujoco"
     assert make_env("mujoco").cfg.backend.name == "mujoco"
+
+
+def test_warp_without_its_extra_is_a_one_line_error_naming_the_install(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "mujoco_warp", None)  # as if the warp extra were not installed
+    monkeypatch.delitem(sys.modules, "robolab.envs.backends.warp_backend", raising=False)
+    from robolab.cli.train import main
+
+    log_root = tmp_path / "logs"
+    assert main(["--num_envs", "2", "--log_root", str(log_root), "env.backend=warp"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "env.backend.name='warp' needs MuJoCo Warp" in lines[0], lines
+    assert "pip install 'robolab[warp]'" in lines[0]

@@ -38,10 +38,9 @@ def make_backend(cfg, robot_cfg: RobotCfg, sim_dt: float, num_envs: int, device:
     if name == "warp":
         try:
             from robolab.envs.backends.warp_backend import WarpBackend
-        except ImportError as err:
-            raise ImportError(
-                f"env.backend.name='warp' needs MuJoCo Warp ({err}); pip install 'robolab[warp]'"
-            ) from None
+        except ImportError as err:  # a user's choice without its extra: a one-line error, not a traceback
+            message = f"env.backend.name='warp' needs MuJoCo Warp ({err}); pip install 'robolab[warp]'"
+            raise ValueError(message) from None
         # The same sensor-equipped model as MuJoCo C's: MuJoCo Warp computes robolab's contact sensors itself.
         robot = load_robot(robot_cfg, timestep=sim_dt)
         return WarpBackend(robot, num_envs, device, cfg.num_variants, cfg.nconmax, cfg.njmax)
