@@ -85,6 +85,11 @@ def test_resume_continues_the_newest_run_to_the_final_iteration(log_root):
         (["--resume", "/nonexistent/model_3.pt"], "/nonexistent/model_3.pt"),
         (["env.robot.mjcf_path=/nonexistent/robot.xml"], "robot.mjcf_path='/nonexistent/robot.xml'"),
         (["--device", "tpu"], "--device='tpu'"),
+        # Isaac Lab's ids, launch flags and preset tokens where Isaac Lab is not installed or the task is embedded
+        (["--task", "Isaac-Velocity-Flat-UnitreeGo2"], "Isaac Lab task ids need Isaac Lab installed"),
+        (["physics=newton_mjwarp"], "physics=newton_mjwarp: presets, physics, renderer select Isaac Lab presets"),
+        (["agent.clip_actions=1.0"], "agent.clip_actions=1.0: RoboLab-Velocity-Flat-Go2-v0 is an embedded task"),
+        (["agent.algorithm.optimizer=lion"], "agent.algorithm.optimizer='lion': allowed: adam, adamw, sgd, rmsprop"),
     ],
 )
 def test_bad_input_is_one_line_error_naming_the_value(log_root, args, message):

@@ -22,6 +22,8 @@ from robolab import tasks
 from robolab.rl_cfg import AgentConfigError, register_schemas
 
 CONFIG_MODULE = "robolab.hydra_configs"
+PRESET_TOKENS = ("presets", "physics", "renderer")
+"""Isaac Lab's preset selectors (``physics=newton_mjwarp``, ``presets=a,b``): handed to Isaac Lab, not to Hydra."""
 # Training pipelines: each runner config works with exactly one algorithm config.
 PIPELINES = {"on_policy": "ppo", "amp": "ppo_amp", "distillation": "distillation"}
 
@@ -80,14 +82,14 @@ def _read_yaml(source: str, relative: str) -> DictConfig:
     return node
 
 
-def pipeline_choices(source: str, hydra_task: str, overrides: list[str]) -> tuple[str | None, str | None]:
+def pipeline_choices(source: str, hydra_task: str | None, overrides: list[str]) -> tuple[str | None, str | None]:
     """The runner and algorithm a composition will pick: ``train.yaml``'s, the task's ``override``s, the command line's.
 
     Read from the defaults lists without composing, so a mismatched pair is named before the schemas of the two
-    would clash over keys.
+    would clash over keys. ``hydra_task=None``: a task config with no file (an Isaac Lab task's, in the ConfigStore).
     """
     choices: dict[str, str | None] = {"runner": None, "algorithm": None}
-    for relative in ("train.yaml", f"task/{hydra_task}.yaml"):  # the task's `override /runner: X` wins
+    for relative in ("train.yaml", *([f"task/{hydra_task}.yaml"] if hydra_task else [])):  # the task's wins
         for entry in _read_yaml(source, relative).get("defaults", []):
             if isinstance(entry, DictConfig):
                 for key, value in entry.items():
@@ -104,11 +106,16 @@ def pipeline_choices(source: str, hydra_task: str, overrides: list[str]) -> tupl
 def compose(
     task_id: str, overrides: list[str], config_name: str = "train", agent: str = tasks.DEFAULT_AGENT
 ) -> DictConfig:
-    """Compose ``train.yaml`` for ``task_id`` (its agent entry point ``agent``) with ``overrides`` applied last."""
-    hydra_task = tasks.hydra_task_name(task_id, agent)
+    """Compose ``train.yaml`` for ``task_id`` (its agent entry point ``agent``) with ``overrides`` applied last.
+
+    Isaac Lab's preset tokens among ``overrides`` are kept in the config as ``isaaclab_presets``.
+    """
     register_schemas()
     source = config_source()
-    check_pipeline(*pipeline_choices(source, hydra_task, overrides))
+    presets, overrides = split_preset_tokens(overrides)
+    hydra_task, task_overrides = task_config(task_id, agent, presets, overrides)
+    overrides = [*task_overrides, *overrides]
+    check_pipeline(*pipeline_choices(source, None if tasks.is_isaaclab_task(task_id) else hydra_task, overrides))
     try:
         init = (
             hydra.initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3", job_name="robolab")
@@ -125,7 +132,33 @@ def compose(
         raise ConfigError(f"bad config override: {_one_line(err)}") from None
     with open_dict(cfg):
         del cfg["hydra"]
+        cfg.isaaclab_presets = presets
     return cfg
+
+
+def split_preset_tokens(overrides: list[str]) -> tuple[list[str], list[str]]:
+    """(Isaac Lab's preset tokens, the other overrides)."""
+    presets = [o for o in overrides if o.partition("=")[0].lstrip("-") in PRESET_TOKENS and "=" in o]
+    return presets, [o for o in overrides if o not in presets]
+
+
+def task_config(task_id: str, agent: str, presets: list[str], overrides: list[str]) -> tuple[str, list[str]]:
+    """The Hydra task config of ``task_id``'s agent ``agent``, and the overrides that go before the user's.
+
+    An embedded task's is a file under ``config/task``. An Isaac Lab task's is its rsl_rl agent config class,
+    translated (``robolab.tasks.isaaclab.agent_cfg``) and stored in Hydra's ConfigStore.
+    """
+    if not tasks.is_isaaclab_task(task_id):
+        if presets:
+            raise ConfigError(
+                f"{presets[0]}: {', '.join(PRESET_TOKENS)} select Isaac Lab presets; {task_id} is an embedded "
+                "MuJoCo task (its physics: env.backend=auto|mujoco|warp)"
+            )
+        return tasks.hydra_task_name(task_id, agent), []
+    from robolab.tasks.isaaclab.agent_cfg import store_task_config
+
+    chosen = dict(o.split("=", 1) for o in overrides if o.split("=", 1)[0] in ("runner", "algorithm"))
+    return store_task_config(task_id, agent, presets, chosen.get("runner"), chosen.get("algorithm"))
 
 
 def check_pipeline(runner: str | None, algorithm: str | None) -> None:

@@ -44,6 +44,14 @@ def _mlp(hidden_dims: list[int], init_std: float | None) -> dict[str, Any]:
     return model
 
 
+OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
+"""rsl_rl's optimizer names."""
+
+
+def _check_optimizer(name: str) -> None:
+    _require("algorithm.optimizer", name, name in OPTIMIZERS, f"allowed: {', '.join(OPTIMIZERS)}")
+
+
 def _check_model(key: str, model: dict[str, Any]) -> None:
     _require(f"{key}.class_name", model.get("class_name"), bool(model.get("class_name")), "must name a model class")
     dims = model.get("hidden_dims", [1])
@@ -69,6 +77,10 @@ class PpoCfg:
     desired_kl: float = 0.01
     use_clipped_value_loss: bool = True
     normalize_advantage_per_mini_batch: bool = False
+    optimizer: str = "adam"
+    use_mixed_precision: bool = False
+    """bfloat16 autocast in the update (rsl_rl's option)."""
+    share_cnn_encoders: bool = False
     rnd_cfg: Any = None
     symmetry_cfg: Any = None
 
@@ -88,6 +100,7 @@ class PpoCfg:
         _require(
             "algorithm.schedule", self.schedule, self.schedule in ("adaptive", "fixed"), "allowed: adaptive, fixed"
         )
+        _check_optimizer(self.optimizer)
 
 
 @dataclass
@@ -138,11 +151,13 @@ class DistillationCfg:
     learning_rate: float = 1.0e-3
     max_grad_norm: float | None = 1.0
     loss_type: str = "mse"
+    optimizer: str = "adam"
 
     def __post_init__(self) -> None:
         for key in ("num_learning_epochs", "gradient_length", "learning_rate"):
             _positive(f"algorithm.{key}", getattr(self, key))
         _require("algorithm.loss_type", self.loss_type, self.loss_type in ("mse", "huber"), "allowed: mse, huber")
+        _check_optimizer(self.optimizer)
 
 
 # --- runners ------------------------------------------------------------------------------------------------
@@ -160,6 +175,12 @@ class RunnerCfg:
     logger: Any = "tensorboard"
     """``tensorboard``, or rsl_rl's writer dict (``{class_name: WandbLogWriter, project_name: ...}``)."""
     check_for_nan: bool = True
+    init_at_random_ep_len: bool = True
+    """A new run starts every env at a random point of its first episode (spreads the episode ends)."""
+    clip_actions: float | None = None
+    """Isaac Lab tasks: the wrapper clips actions to [-clip_actions, clip_actions] (rsl_rl's wrapper option)."""
+    torch_compile_mode: str | None = None
+    """rsl_rl's ``torch.compile`` mode for the models (``default``, ``max-autotune-no-cudagraphs``); None: eager."""
     obs_groups: dict[str, list[str]] = field(default_factory=dict)
     algorithm: Any = None
     actor: dict[str, Any] = field(default_factory=lambda: _mlp([512, 256, 128], init_std=1.0))
@@ -171,6 +192,12 @@ class RunnerCfg:
         for key in ("num_steps_per_env", "max_iterations", "save_interval"):
             _require(key, getattr(self, key), getattr(self, key) >= 1, "must be an integer >= 1")
         _require("experiment_name", self.experiment_name, bool(self.experiment_name), "must not be empty")
+        clip = self.clip_actions
+        _require(
+            "clip_actions", clip, clip is None or (math.isfinite(clip) and clip > 0), "must be None or a number > 0"
+        )
+        modes = (None, "default", "max-autotune-no-cudagraphs")
+        _require("torch_compile_mode", self.torch_compile_mode, self.torch_compile_mode in modes, f"allowed: {modes}")
         _check_model("actor", self.actor)
         _check_model("critic", self.critic)
 

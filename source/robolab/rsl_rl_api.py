@@ -19,7 +19,7 @@ from rsl_rl.algorithms import PPO, Distillation
 from rsl_rl.env import VecEnv
 from rsl_rl.modules import MLP, EmpiricalNormalization
 from rsl_rl.runners import OnPolicyRunner
-from rsl_rl.utils import reduce_gradients_in_buckets, resolve_callable
+from rsl_rl.utils import reduce_gradients_in_buckets, resolve_callable, resolve_obs_groups
 from rsl_rl.utils.log_writer import LogWriter
 from rsl_rl.utils.logger import Logger
 
@@ -35,6 +35,7 @@ __all__ = [
     "VecEnv",
     "reduce_gradients_in_buckets",
     "resolve_callable",
+    "resolve_obs_groups",
     "rsl_rl_version",
     "surface_mismatches",
 ]
@@ -83,6 +84,7 @@ SURFACE: dict[str, tuple[str, ...]] = {
     # utilities and modules
     "reduce_gradients_in_buckets": ("params", "world_size", "bucket_mb"),
     "resolve_callable": ("callable_or_name",),
+    "resolve_obs_groups": ("obs", "obs_groups", "default_sets"),
     "MLP.__init__": ("input_dim", "output_dim", "hidden_dims", "activation"),
     "EmpiricalNormalization.__init__": ("shape",),
     "EmpiricalNormalization.update": ("x",),
@@ -116,6 +118,7 @@ _NAMES = {
     "EmpiricalNormalization": EmpiricalNormalization,
     "reduce_gradients_in_buckets": reduce_gradients_in_buckets,
     "resolve_callable": resolve_callable,
+    "resolve_obs_groups": resolve_obs_groups,
 }
 
 

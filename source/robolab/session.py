@@ -67,6 +67,8 @@ class TrainOptions:
     export_io_descriptors: bool = False
     check_replication_every: int | None = None
     teacher_checkpoint: str | None = None
+    isaaclab_launcher: dict = dataclasses.field(default_factory=dict)
+    """Isaac Lab tasks: the launcher arguments (``--headless``, ``--enable_cameras``, ``--visualizer``, ...)."""
 
     @classmethod
     def from_namespace(cls, args) -> TrainOptions:
@@ -165,16 +167,30 @@ def env_config(task: str, job: Job):
     return env_cfg
 
 
-def open_env(task: str, env_cfg, job: Job, closer: contextlib.ExitStack, video=None):
+def open_env(
+    task: str,
+    env_cfg,
+    job: Job,
+    closer: contextlib.ExitStack,
+    video=None,
+    launcher: dict | None = None,
+    clip_actions: float | None = None,
+):
     """The task's env (closed by ``closer``) and the config it was built from, for ``params/env.yaml``.
 
     ``video`` (``VideoOptions``) configures an Isaac Lab env's own recorder; an embedded env is wrapped instead.
+    ``launcher`` (Isaac Lab's launcher arguments) and ``clip_actions`` (the agent's) are for Isaac Lab tasks.
     """
     if env_cfg is None:
-        from robolab.tasks.isaaclab.vecenv import env_config_dict, make_isaaclab_env
+        from robolab.tasks.isaaclab.vecenv import IsaacLabLaunch, env_config_dict, make_isaaclab_env
 
-        env = make_isaaclab_env(task, _plain(job.cfg.env), job.device, job.seed, closer, video)
+        launch = IsaacLabLaunch(list(job.cfg.get("isaaclab_presets") or []), dict(launcher or {}))
+        env = make_isaaclab_env(task, _plain(job.cfg.env), job.device, job.seed, closer, video, launch, clip_actions)
         return env, env_config_dict(env)
+    if clip_actions is not None:
+        raise ConfigError(
+            f"agent.clip_actions={clip_actions}: {task} is an embedded task, whose actions the env itself bounds"
+        )
     from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
 
     env = VelocityEnv(env_cfg)
@@ -188,8 +204,29 @@ def _plain(node: DictConfig) -> dict:
     return plain
 
 
+def check_obs_groups(env, agent: dict, task: str | None) -> None:
+    """Every observation group the agent reads is one the env has: a one-line error naming the missing group and
+    how to add or map it, before rsl_rl's own check (or the AMP runner's, deeper down) would fail."""
+    have = list(env.get_observations().keys())
+    wanted = [(f"agent.obs_groups.{name}", group) for name, groups in agent["obs_groups"].items() for group in groups]
+    if str(agent["runner_class_name"]).endswith(":AMPRunner"):
+        wanted.append(("runner=amp", "amp"))
+    for reader, group in wanted:
+        if group in have:
+            continue
+        if reader == "runner=amp":
+            how = "robolab.tasks.isaaclab.env_cfgs.add_amp_group adds robolab's AMP state to an Isaac Lab env config"
+        else:
+            how = f"or map the set to a group it has: {reader}=[{have[0]}]"
+        raise ConfigError(
+            f"{reader} reads the observation group {group!r}, which the env of {task} does not have "
+            f"(it has: {', '.join(have)}); add a group named {group} to the env config ({how})"
+        )
+
+
 def build_runner(env, agent: dict, job: Job, task: str | None = None):
     """The runner class ``agent["runner_class_name"]`` names, on this rank (no log directory yet)."""
+    check_obs_groups(env, agent, task)
     return resolve_callable(agent["runner_class_name"])(
         env,
         agent,
@@ -274,7 +311,9 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
     recorder = None
     # Everything opened is closed if the start fails; on success the stack is handed to the session.
     with contextlib.ExitStack() as closer:
-        env, env_params = open_env(options.task, env_cfg, job, closer, video)
+        env, env_params = open_env(
+            options.task, env_cfg, job, closer, video, options.isaaclab_launcher, agent.get("clip_actions")
+        )
         if video is not None and env_cfg is not None:
             from robolab.video import TrainingVideo
 
@@ -372,7 +411,8 @@ def run_training(session: TrainingSession) -> dict:
     start = time.time()
     with stop_on_signals(runner):
         if remaining > 0:
-            runner.learn(num_learning_iterations=remaining, init_at_random_ep_len=start_it == 0)
+            random_start = start_it == 0 and runner.cfg.get("init_at_random_ep_len", True)
+            runner.learn(num_learning_iterations=remaining, init_at_random_ep_len=random_start)
         else:
             runner.current_learning_iteration = start_it - 1
     if runner.stopped_early:
@@ -471,7 +511,8 @@ def prepare_policy(
         assert isinstance(merged, dict)
         agent = merged
     with contextlib.ExitStack() as closer:
-        env, _ = open_env(task, env_config(task, job), job, closer, video_for(ckpt) if video_for else None)
+        video = video_for(ckpt) if video_for else None
+        env, _ = open_env(task, env_config(task, job), job, closer, video, clip_actions=agent.get("clip_actions"))
         runner = build_runner(env, agent, job, task)
         runner.load(ckpt, map_location=job.device)
         closer = closer.pop_all()

@@ -34,8 +34,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from robolab import checkpoint, tasks
-from robolab.config import config_source, hydra_overrides, user_overrides
+from robolab import checkpoint
+from robolab.config import config_source, hydra_overrides, split_preset_tokens, task_config, user_overrides
 from robolab.rl_cfg import register_schemas
 
 RESULT_FILE = "job_result.json"
@@ -76,7 +76,7 @@ def run_job(args: argparse.Namespace, cfg: DictConfig) -> dict[str, Any]:
     job_dir = Path(hc.runtime.output_dir)
     # The child re-applies the Hydra form itself; the table shows what the user typed.
     overrides = user_overrides([o for o in hc.overrides.task if not o.startswith("task=")])
-    cmd = child_command(args, overrides, str(job_dir / "logs"))
+    cmd = child_command(args, overrides + getattr(args, "isaaclab_presets", []), str(job_dir / "logs"))
     sweep_dir = Path(hc.sweep.dir)
     with job_slot(sweep_dir, jobs_per_node(args)) as slot, open(job_dir / "train.log", "w") as log:
         env, devices = child_env(slot, gpus_per_job(args), visible_gpus())
@@ -216,10 +216,18 @@ def launcher_overrides(args: argparse.Namespace, overrides: list[str]) -> list[s
 
 def run_sweep(args: argparse.Namespace, overrides: list[str]) -> None:
     """Hand the sweep to Hydra's multirun (sweeper + launcher) with ``run_job`` as the job function."""
-    hydra_task = tasks.hydra_task_name(args.task, args.agent)
     register_schemas()
+    # Isaac Lab's preset tokens are not Hydra's: every job gets them as given (they are not swept).
+    args.isaaclab_presets, overrides = split_preset_tokens(overrides)
+    hydra_task, task_overrides = task_config(args.task, args.agent, args.isaaclab_presets, overrides)
     launcher = launcher_overrides(args, overrides)
-    sys.argv = [sys.argv[0], "--multirun", f"task={hydra_task}", *hydra_overrides(overrides), *launcher]
+    sys.argv = [
+        sys.argv[0],
+        "--multirun",
+        f"task={hydra_task}",
+        *hydra_overrides(task_overrides + overrides),
+        *launcher,
+    ]
     if args.sweep_dir:
         sys.argv.append(f"hydra.sweep.dir={args.sweep_dir}")
     if launcher:

@@ -1,25 +1,33 @@
-"""Task ids -> (env config, Hydra task config), kept in gymnasium's registry like Isaac Lab's tasks.
+"""Task ids -> (env config, agent config), kept in gymnasium's registry like Isaac Lab's tasks.
 
-Each id is registered with gymnasium; its kwargs name the env-config entry point (a dataclass factory)
-and the Hydra task config (``config/task/<name>.yaml``) that carries the task's agent settings.
+robolab's embedded tasks (``RoboLab-*``) are registered with gymnasium; their kwargs name the env-config entry
+point (a dataclass factory) and the Hydra task config (``config/task/<name>.yaml``) that carries the task's agent
+settings. Isaac Lab tasks, Isaac Lab's own, robolab's ``RoboLab-Isaac-*`` and those of any extension registered
+through the ``isaaclab.tasks`` entry point, carry Isaac Lab's kwargs instead: their agent is the rsl_rl config
+class an ``*_cfg_entry_point`` names, translated by ``robolab.tasks.isaaclab.agent_cfg``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
+import importlib.metadata
+import importlib.util
 
 import gymnasium as gym
 
 PREFIX = "RoboLab-"
 DEFAULT_AGENT = "rsl_rl_cfg_entry_point"
 """Isaac Lab's name for a task's rsl_rl agent config (``--agent`` picks another of the task's entry points)."""
+ISAACLAB_TASKS_GROUP = "isaaclab.tasks"
+"""The entry point group through which Isaac Lab's CLI finds the task packages of installed extensions."""
 
 
 def register_task(
     task_id: str,
     env_cfg_entry_point: str,
-    hydra_task: str,
+    hydra_task: str | None,
     description: str,
     entry_point: str = "robolab.envs:VelocityEnv",
     extra: dict | None = None,
@@ -28,7 +36,8 @@ def register_task(
     """Register ``task_id``; ``extra`` kwargs are for other frameworks (Isaac Lab's agent entry points).
 
     ``agents`` maps further agent entry point names (``--agent``) to Hydra task configs; the default one,
-    ``rsl_rl_cfg_entry_point``, is ``hydra_task``.
+    ``rsl_rl_cfg_entry_point``, is ``hydra_task``. ``hydra_task=None``: an Isaac Lab task whose agent configs are
+    its ``*_cfg_entry_point`` classes in ``extra``.
     """
     if task_id in gym.registry:
         return
@@ -40,26 +49,64 @@ def register_task(
             "env_cfg_entry_point": env_cfg_entry_point,
             "hydra_task": hydra_task,
             "description": description,
-            "robolab_agents": {DEFAULT_AGENT: hydra_task, **(agents or {})},
+            **({"robolab_agents": {DEFAULT_AGENT: hydra_task, **(agents or {})}} if hydra_task else {}),
             **(extra or {}),
         },
     )
 
 
 def is_isaaclab_task(task_id: str) -> bool:
-    return task_kwargs(task_id).get("framework") == "isaaclab"
+    """An Isaac Lab task (its env is Isaac Lab's, its agent an rsl_rl config class), not an embedded one."""
+    return "robolab_agents" not in task_kwargs(task_id)
 
 
-def list_tasks() -> list[str]:
-    return sorted(task_id for task_id in gym.registry if task_id.startswith(PREFIX))
+def isaaclab_installed() -> bool:
+    return importlib.util.find_spec("isaaclab") is not None and importlib.util.find_spec("isaaclab_tasks") is not None
+
+
+def load_isaaclab_tasks() -> None:
+    """Register every task Isaac Lab's CLI knows: Isaac Lab's own packages and those of the installed extensions
+    that declare an ``isaaclab.tasks`` entry point (imports are cached: calling again costs nothing)."""
+    if not isaaclab_installed():
+        return
+    import isaaclab_tasks  # noqa: F401  (registers Isaac Lab's tasks)
+
+    with contextlib.suppress(ImportError):
+        import isaaclab_tasks_experimental  # noqa: F401
+    for entry_point in importlib.metadata.entry_points(group=ISAACLAB_TASKS_GROUP):
+        entry_point.load()
+
+
+def _trainable(spec) -> bool:
+    """robolab can train it: one of robolab's ids, or an Isaac Lab task with an env config."""
+    return "robolab_agents" in spec.kwargs or "env_cfg_entry_point" in spec.kwargs
+
+
+def list_tasks(include_isaaclab: bool = True) -> list[str]:
+    """robolab's task ids and, where Isaac Lab is installed (``include_isaaclab``), every Isaac Lab task id."""
+    if include_isaaclab:
+        load_isaaclab_tasks()
+    ids = [spec.id for spec in gym.registry.values() if _trainable(spec)]
+    ids = [i for i in ids if include_isaaclab or i.startswith(PREFIX)]
+    return sorted(ids, key=lambda i: (not i.startswith(PREFIX), i))
 
 
 def task_kwargs(task_id: str) -> dict:
-    if task_id not in gym.registry or not task_id.startswith(PREFIX):
-        close = difflib.get_close_matches(task_id, list_tasks(), n=3, cutoff=0.4)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; known tasks: {', '.join(list_tasks())}"
+    if task_id not in gym.registry and not task_id.startswith(PREFIX):
+        load_isaaclab_tasks()  # an Isaac Lab id, or one of an installed extension's
+    if task_id not in gym.registry or not _trainable(gym.spec(task_id)):
+        known = list_tasks()
+        close = difflib.get_close_matches(task_id, known, n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; see --list_tasks"
+        if not isaaclab_installed() and not task_id.startswith(PREFIX):
+            hint += " (Isaac Lab task ids need Isaac Lab installed: README, 'Isaac Lab')"
         raise ValueError(f"unknown task {task_id!r}{hint}")
     return gym.spec(task_id).kwargs
+
+
+def description(task_id: str) -> str:
+    kwargs = task_kwargs(task_id)
+    return kwargs.get("description") or f"Isaac Lab task ({kwargs['env_cfg_entry_point'].rsplit(':', 1)[-1]})"
 
 
 def load_env_cfg(task_id: str):
@@ -69,7 +116,7 @@ def load_env_cfg(task_id: str):
 
 
 def hydra_task_name(task_id: str, agent: str = DEFAULT_AGENT) -> str:
-    """The Hydra task config of ``task_id``'s agent entry point ``agent``."""
+    """The Hydra task config of an embedded task's agent entry point ``agent``."""
     agents = task_kwargs(task_id)["robolab_agents"]
     if agent not in agents:
         raise ValueError(f"--agent={agent!r}: {task_id} has the agent configs {', '.join(sorted(agents))}")
@@ -77,4 +124,8 @@ def hydra_task_name(task_id: str, agent: str = DEFAULT_AGENT) -> str:
 
 
 def agent_entry_points(task_id: str) -> list[str]:
-    return sorted(task_kwargs(task_id)["robolab_agents"])
+    """The names ``--agent`` takes for ``task_id``: Hydra task configs, or Isaac Lab's rsl_rl entry points."""
+    kwargs = task_kwargs(task_id)
+    if "robolab_agents" in kwargs:
+        return sorted(kwargs["robolab_agents"])
+    return sorted(k for k in kwargs if k.startswith("rsl_rl") and k.endswith("_cfg_entry_point") and kwargs[k])

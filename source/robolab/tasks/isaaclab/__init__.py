@@ -1,49 +1,35 @@
 """Isaac Lab tasks: Isaac Lab's manager-based velocity tasks with robolab's observation groups and runners.
 
 Registered with gymnasium when Isaac Lab is installed (nothing here imports it until a task is built):
-``RoboLab-Isaac-Velocity-{Flat,Rough}-{Go2,AnymalD,G1}``. Each id carries Isaac Lab's kwargs
-(``env_cfg_entry_point``, ``rsl_rl_cfg_entry_point``), so ``isaaclab train --rl_library rsl_rl`` trains it,
-and robolab's (``hydra_task``: the agent config under ``config/task/``), so ``scripts/train.py`` trains it with
-robolab's PPO, AMP or distillation runners. Isaac Lab finds this module through the ``isaaclab.tasks`` entry
-point in ``setup.py``.
+``RoboLab-Isaac-Velocity-{Flat,Rough}-{Go2,AnymalD,G1}``. Each id carries Isaac Lab's kwargs only
+(``env_cfg_entry_point``, ``rsl_rl_cfg_entry_point``): ``isaaclab train --rl_library rsl_rl`` trains the agent
+class of ``agents.py``, and ``scripts/train.py`` trains its translation with robolab's PPO, AMP or distillation
+runners, as it does any Isaac Lab task. Isaac Lab finds this module through the ``isaaclab.tasks`` entry point in
+``setup.py``.
 """
 
 from __future__ import annotations
 
-import importlib.util
+from robolab.tasks.registry import isaaclab_installed, register_task
 
-from robolab.tasks.registry import register_task
-
-ROBOTS = {
-    # name: (Isaac Lab config package, prefix of its agent cfg classes); env cfgs are in env_cfgs.py
-    "Go2": ("go2", "UnitreeGo2"),
-    "AnymalD": ("anymal_d", "AnymalD"),
-    "G1": ("g1", "G1"),
-}
-ISAACLAB_CONFIGS = "isaaclab_tasks.core.velocity.config"
-
-
-def isaaclab_available() -> bool:
-    return importlib.util.find_spec("isaaclab") is not None and importlib.util.find_spec("isaaclab_tasks") is not None
+ROBOTS = ("Go2", "AnymalD", "G1")  # env configs in env_cfgs.py, agents in agents.py
 
 
 def register_isaaclab_tasks() -> None:
-    for robot, (package, agent_prefix) in ROBOTS.items():
+    for robot in ROBOTS:
         for terrain in ("Flat", "Rough"):
-            task_id = f"RoboLab-Isaac-Velocity-{terrain}-{robot}"
             register_task(
-                task_id,
+                f"RoboLab-Isaac-Velocity-{terrain}-{robot}",
                 env_cfg_entry_point=f"robolab.tasks.isaaclab.env_cfgs:{robot}{terrain}EnvCfg",
-                hydra_task=f"isaac_{package}_{terrain.lower()}",
+                hydra_task=None,
                 description=f"Isaac Lab {terrain.lower()} velocity tracking, {robot} (robolab groups and runners)",
                 entry_point="isaaclab.envs:ManagerBasedRLEnv",
                 extra={
-                    "rsl_rl_cfg_entry_point": f"{ISAACLAB_CONFIGS}.{package}.agents.rsl_rl_ppo_cfg:"
-                    f"{agent_prefix}{terrain}PPORunnerCfg",
-                    "framework": "isaaclab",
+                    "rsl_rl_cfg_entry_point": f"robolab.tasks.isaaclab.agents:{robot}{terrain}PPORunnerCfg",
+                    "default_agent": "rsl_rl",
                 },
             )
 
 
-if isaaclab_available():
+if isaaclab_installed():
     register_isaaclab_tasks()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass, field
 
 import gymnasium as gym
 import torch
@@ -29,32 +30,56 @@ class RoboLabVecEnv(RslRlVecEnvWrapper):
         return obs, rewards, dones, extras
 
 
+@dataclass
+class IsaacLabLaunch:
+    """How Isaac Lab starts the simulation: its preset tokens and its launcher arguments, as ``isaaclab train``
+    takes them (``physics=newton_mjwarp``, ``--headless``, ``--enable_cameras``, ``--visualizer``, ``--kit_args``,
+    ...). ``launcher`` holds the launcher arguments by name; the device is robolab's (``--device``, rank)."""
+
+    presets: list[str] = field(default_factory=list)
+    launcher: dict = field(default_factory=dict)
+
+
 def make_isaaclab_env(
-    task_id: str, env_overrides: dict, device: str, seed: int, stack: contextlib.ExitStack, video=None
+    task_id: str,
+    env_overrides: dict,
+    device: str,
+    seed: int,
+    stack: contextlib.ExitStack,
+    video=None,
+    launch: IsaacLabLaunch | None = None,
+    clip_actions: float | None = None,
 ) -> RoboLabVecEnv:
     """The Isaac Lab env of ``task_id`` on ``device``, alive until ``stack`` closes (simulation included).
 
     ``env_overrides`` are ``env.*`` keys from the command line; ``num_envs`` goes to ``scene.num_envs``, the
     rest update Isaac Lab's config class (an unknown key is an error naming it). ``video`` (directory, length,
-    interval) sets up Isaac Lab's own recorder, as its ``--video`` flag does.
+    interval) sets up Isaac Lab's own recorder, as its ``--video`` flag does. ``clip_actions`` is the agent's
+    (rsl_rl's wrapper clips to it).
     """
     from isaaclab.app import launch_simulation
     from isaaclab_tasks.utils import resolve_task_config
 
-    # Isaac Lab's resolution picks the physics preset (Newton kitless here) and the task's defaults.
-    env_cfg, _ = resolve_task_config(task_id, None, overrides=[])
+    from robolab.config import ConfigError
+
+    launch = launch or IsaacLabLaunch()
+    # Isaac Lab's resolution picks the physics preset (``physics=``, ``presets=``; Newton kitless by default).
+    try:
+        env_cfg, _ = resolve_task_config(task_id, None, overrides=list(launch.presets))
+    except ValueError as err:  # an unknown preset name
+        raise ConfigError(f"{' '.join(launch.presets)}: {' '.join(str(err).split())}") from None
     apply_env_overrides(env_cfg, env_overrides)
     env_cfg.sim.device = device
     env_cfg.seed = seed
+    launcher = {"headless": True, **launch.launcher, "device": device}
     if video is not None:
         configure_video(env_cfg, video)
-    launch = {"headless": True, "device": device}
-    if video is not None:
-        launch["visualizer"] = [VIDEO_VISUALIZER]
-    stack.enter_context(launch_simulation(env_cfg, launch))
+        launcher.setdefault("visualizer", None)
+        launcher["visualizer"] = launcher["visualizer"] or [VIDEO_VISUALIZER]
+    stack.enter_context(launch_simulation(env_cfg, launcher))
     env = gym.make(task_id, cfg=env_cfg)
     stack.callback(env.close)
-    return RoboLabVecEnv(env)
+    return RoboLabVecEnv(env, clip_actions=clip_actions)
 
 
 # Kitless Isaac Lab records from Newton's OpenGL visualizer (Isaac Lab's default, Kit, needs Isaac Sim).
