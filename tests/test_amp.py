@@ -209,7 +209,8 @@ def test_mismatched_pipeline_pair_and_missing_amp_group_are_errors(log_root):
     res = run(train_cmd(*no_amp_keys, "--max_iterations", "1", "--log_root", log_root, "algorithm=ppo"))
     assert res.returncode == 2 and "runner=amp does not work with algorithm=ppo" in res.stderr
     res = run(train_cmd(*AMP_SMALL, "--max_iterations", "1", "--log_root", log_root, "env.amp_terms=[]"))
-    assert res.returncode == 2 and "needs an env with an `amp` observation group" in res.stderr
+    assert res.returncode == 2 and "runner=amp reads the observation group 'amp'" in res.stderr
+    assert "env.amp_terms" in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.slow

@@ -214,7 +214,9 @@ def check_obs_groups(env, agent: dict, task: str | None) -> None:
     for reader, group in wanted:
         if group in have:
             continue
-        if reader == "runner=amp":
+        if reader == "runner=amp" and task is not None and not tasks.is_isaaclab_task(task):
+            how = "the embedded env builds it from env.amp_terms: set the terms, e.g. the task's AMP variant's"
+        elif reader == "runner=amp":
             how = "robolab.tasks.isaaclab.env_cfgs.add_amp_group adds robolab's AMP state to an Isaac Lab env config"
         else:
             how = f"or map the set to a group it has: {reader}=[{have[0]}]"
