@@ -381,7 +381,9 @@ def test_untranslatable_agent_configs_are_one_line_errors_naming_the_field():
 
 
 def test_isaaclab_launch_flags_reach_the_launcher_and_embedded_tasks_refuse_them():
-    from robolab.cli.train import isaaclab_launcher_args, parse_flags
+    from robolab.cli import isaaclab_launcher_args, parse_policy_flags
+    from robolab.cli.play import build_parser as play_parser
+    from robolab.cli.train import parse_flags
 
     args, overrides = parse_flags(
         [
@@ -405,6 +407,11 @@ def test_isaaclab_launch_flags_reach_the_launcher_and_embedded_tasks_refuse_them
     args, _ = parse_flags(["--task", "RoboLab-Velocity-Flat-Go2-v0", "--visualizer", "newton"])
     with pytest.raises(ValueError, match="--visualizer: an Isaac Lab launch flag"):
         isaaclab_launcher_args(args)
+    # play.py takes them too
+    args, overrides, _ = parse_policy_flags(
+        play_parser(), ["--task", "RoboLab-Isaac-Velocity-Flat-Go2", "--livestream", "1", "presets=newton_kamino"]
+    )
+    assert isaaclab_launcher_args(args)["livestream"] == 1 and overrides == ["presets=newton_kamino"]
 
 
 def test_isaaclab_own_go2_task_trains_under_robolab_with_its_own_agent_and_physics_preset(asset_root, tmp_path):

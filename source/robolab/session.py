@@ -488,7 +488,13 @@ class PolicySession:
 
 
 def prepare_policy(
-    task: str, overrides: list[str], device: str, find_checkpoint, agent_entry: str = DEFAULT_AGENT, video_for=None
+    task: str,
+    overrides: list[str],
+    device: str,
+    find_checkpoint,
+    agent_entry: str = DEFAULT_AGENT,
+    video_for=None,
+    launcher: dict | None = None,
 ) -> PolicySession:
     """One process: the runner of ``find_checkpoint(agent)``'s run, loaded, in the task's env.
 
@@ -496,7 +502,7 @@ def prepare_policy(
     embedded env from its ``params/env.yaml`` (observation history, commands, robot), so a run trained with
     non-default settings plays without repeating them; ``overrides`` apply on top of both. Machine-specific env
     settings (env count, seed, device, physics backend) are not taken from the run. ``video_for(checkpoint)`` gives
-    an Isaac Lab env's recorder settings.
+    an Isaac Lab env's recorder settings; ``launcher``, its launch arguments.
     """
     job = join(task, overrides, device, distributed_run=False, agent=agent_entry)
     agent = agent_dict(job.cfg)
@@ -514,7 +520,7 @@ def prepare_policy(
         agent = merged
     with contextlib.ExitStack() as closer:
         video = video_for(ckpt) if video_for else None
-        env, _ = open_env(task, env_config(task, job), job, closer, video, clip_actions=agent.get("clip_actions"))
+        env, _ = open_env(task, env_config(task, job), job, closer, video, launcher, agent.get("clip_actions"))
         runner = build_runner(env, agent, job, task)
         runner.load(ckpt, map_location=job.device)
         closer = closer.pop_all()

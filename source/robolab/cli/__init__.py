@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from robolab import distributed, runs
+from robolab import distributed, runs, tasks
 
 # What a bad input, a bad file or a full or read-only disk raises (robolab's own errors are ValueErrors).
 USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, distributed.DistributedConfigError)
@@ -69,8 +69,50 @@ def bare_resume(argv: list[str]) -> list[str]:
 
 def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     """The flags, and the rest as Hydra overrides (an unknown ``--flag`` among them is a one-line error)."""
-    args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if tasks.isaaclab_installed():
+        from isaaclab.app.sim_launcher import fuse_kit_args
+
+        argv = fuse_kit_args(argv)  # --kit_args "--flag" (a value that looks like a flag), as Isaac Lab takes it
+    args, rest = parser.parse_known_args(argv)
     return args, check_unknown(parser, rest)
+
+
+# --- Isaac Lab's launch flags -------------------------------------------------------------------------------
+def parser_with_isaaclab_launch_flags(**kwargs) -> argparse.ArgumentParser:
+    """An argument parser that also takes Isaac Lab's launcher flags (``add_launcher_args``: ``--visualizer``,
+    ``--kit_args``, ``--livestream``, ...) where Isaac Lab is installed; robolab's own flags of the same name
+    (``--device``: cpu, cuda, cuda:N, or the rank's GPU) replace Isaac Lab's."""
+    launcher = None
+    if tasks.isaaclab_installed():
+        from isaaclab.app import add_launcher_args
+
+        launcher = argparse.ArgumentParser(add_help=False)
+        add_launcher_args(launcher)
+    p = argparse.ArgumentParser(parents=[launcher] if launcher else [], conflict_handler="resolve", **kwargs)
+    flags = {a.dest: a.default for a in launcher._actions if a.option_strings} if launcher else {}
+    p.set_defaults(isaaclab_launcher_flags={k: v for k, v in flags.items() if k not in ("help", "device")})
+    return p
+
+
+def add_window_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--headless", action="store_true", help="no window (the embedded sim never opens one)")
+    parser.add_argument(
+        "--enable_cameras", action="store_true", help="Isaac Lab tasks: render camera sensors (Kit) without a window"
+    )
+
+
+def isaaclab_launcher_args(args: argparse.Namespace) -> dict[str, object]:
+    """What Isaac Lab's ``launch_simulation`` reads: ``--headless``, ``--enable_cameras`` and the launcher flags
+    given on the command line (the rest keep Isaac Lab's defaults). An embedded task refuses launcher flags."""
+    given = {
+        dest: getattr(args, dest)
+        for dest, default in args.isaaclab_launcher_flags.items()
+        if hasattr(args, dest) and getattr(args, dest) != default
+    }
+    if given and not tasks.is_isaaclab_task(args.task):
+        raise ValueError(f"--{next(iter(given))}: an Isaac Lab launch flag; {args.task} is an embedded MuJoCo task")
+    return {"headless": args.headless, "enable_cameras": args.enable_cameras, **given}
 
 
 def parse_policy_flags(
@@ -120,4 +162,5 @@ def open_policy(args: argparse.Namespace, overrides: list[str], device: str, vid
     from robolab.session import prepare_policy
 
     overrides = evaluation.eval_overrides(args.task, args.num_envs, args.seed) + overrides
-    return prepare_policy(args.task, overrides, device, checkpoint_finder(args), args.agent, video_for)
+    launcher = isaaclab_launcher_args(args) if hasattr(args, "isaaclab_launcher_flags") else None
+    return prepare_policy(args.task, overrides, device, checkpoint_finder(args), args.agent, video_for, launcher)

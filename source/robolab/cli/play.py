@@ -9,15 +9,23 @@ import os
 import sys
 
 from robolab import evaluation, tasks, viewer
-from robolab.cli import add_checkpoint_selection, one_line_errors, open_policy, parse_policy_flags
+from robolab.cli import (
+    add_checkpoint_selection,
+    add_window_flags,
+    one_line_errors,
+    open_policy,
+    parse_policy_flags,
+    parser_with_isaaclab_launch_flags,
+)
 from robolab.config import ConfigError
 from robolab.session import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions
 from robolab.video import check_renderer
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        description="Evaluate, watch and export a trained policy. Arguments without -- are Hydra overrides."
+    p = parser_with_isaaclab_launch_flags(
+        description="Evaluate, watch and export a trained policy. Arguments without -- are Hydra overrides "
+        "(and Isaac Lab's preset tokens: physics=NAME, presets=A,B)."
     )
     p.add_argument("--task", default=DEFAULT_TASK)
     p.add_argument("--agent", default=DEFAULT_AGENT, help="the task's agent config entry point")
@@ -42,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--viewer_port", type=int, default=8080, help="web viewer: the HTTP port")
     p.add_argument("--viewer_envs", type=int, default=4, help="web viewer: how many envs to show")
     p.add_argument("--no_export", action="store_true", help="skip writing exported/policy.onnx and policy.pt")
+    add_window_flags(p)
     return p
 
 

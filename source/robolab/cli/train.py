@@ -11,7 +11,14 @@ import argparse
 import sys
 
 from robolab import tasks
-from robolab.cli import bare_resume, one_line_errors, parse
+from robolab.cli import (
+    add_window_flags,
+    bare_resume,
+    isaaclab_launcher_args,
+    one_line_errors,
+    parse,
+    parser_with_isaaclab_launch_flags,
+)
 from robolab.session import (
     DEFAULT_AGENT,
     DEFAULT_LOG_ROOT,
@@ -23,30 +30,14 @@ from robolab.session import (
 )
 
 
-def isaaclab_launcher_parser() -> argparse.ArgumentParser | None:
-    """Isaac Lab's launcher flags (``add_launcher_args``: ``--visualizer``, ``--kit_args``, ``--livestream``, ...)
-    as a parent parser, where Isaac Lab is installed."""
-    if not tasks.isaaclab_installed():
-        return None
-    from isaaclab.app import add_launcher_args
-
-    parent = argparse.ArgumentParser(add_help=False)
-    add_launcher_args(parent)
-    return parent
-
-
 def build_parser() -> argparse.ArgumentParser:
-    launcher = isaaclab_launcher_parser()
-    p = argparse.ArgumentParser(
+    p = parser_with_isaaclab_launch_flags(
         description="Train a locomotion policy with RSL-RL. Isaac Lab's rsl_rl flags keep their meaning; "
         "arguments without -- are Hydra overrides (agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time=0.5), "
         "except Isaac Lab's preset tokens (physics=NAME, presets=A,B, renderer=NAME), which select Isaac Lab presets.",
         epilog="example: python scripts/train.py --task RoboLab-Velocity-Flat-Go2-v0 --max_iterations 300 "
         "agent.algorithm.learning_rate=3e-4",
-        parents=[launcher] if launcher is not None else [],
-        conflict_handler="resolve",  # robolab's --device (cpu, cuda, cuda:N, or the rank's GPU) replaces Isaac Lab's
     )
-    p.set_defaults(isaaclab_launcher_flags=launcher_flags(launcher))
     p.add_argument("--task", default=DEFAULT_TASK, help="task id (see --list_tasks)")
     p.add_argument("--list_tasks", action="store_true", help="print the registered task ids and exit")
     p.add_argument(
@@ -65,10 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
     p.add_argument("--distributed", action="store_true", help="one process per GPU (or CPU rank) from the launcher")
-    p.add_argument("--headless", action="store_true", help="no window (the embedded sim never opens one)")
-    p.add_argument(
-        "--enable_cameras", action="store_true", help="Isaac Lab tasks: render camera sensors (Kit) without a window"
-    )
+    add_window_flags(p)
     logs = p.add_argument_group("runs and logging (Isaac Lab's rsl_rl flags)")
     logs.add_argument("--log_root", default=DEFAULT_LOG_ROOT, help="root of all experiment directories")
     logs.add_argument("--experiment_name", default=None, help="experiment directory name (default: the task's)")
@@ -121,36 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def launcher_flags(launcher: argparse.ArgumentParser | None) -> dict[str, object]:
-    """Isaac Lab's launcher flags robolab passes on, by destination, with their defaults."""
-    if launcher is None:
-        return {}
-    skip = {"help", "device"}
-    return {a.dest: a.default for a in launcher._actions if a.option_strings and a.dest not in skip}
-
-
-def isaaclab_launcher_args(args: argparse.Namespace) -> dict[str, object]:
-    """What Isaac Lab's ``launch_simulation`` reads: ``--headless``, ``--enable_cameras`` and the launcher flags
-    given on the command line (the rest keep Isaac Lab's defaults)."""
-    given = {
-        dest: getattr(args, dest)
-        for dest, default in args.isaaclab_launcher_flags.items()
-        if hasattr(args, dest) and getattr(args, dest) != default
-    }
-    if given and not tasks.is_isaaclab_task(args.task):
-        flag = next(iter(given))
-        raise ValueError(f"--{flag}: an Isaac Lab launch flag; {args.task} is an embedded MuJoCo task")
-    return {"headless": args.headless, "enable_cameras": args.enable_cameras, **given}
-
-
 def parse_flags(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     """The flags and the Hydra overrides; a bare ``--resume`` before an override means ``latest``."""
-    argv = bare_resume(sys.argv[1:] if argv is None else argv)
-    if tasks.isaaclab_installed():
-        from isaaclab.app.sim_launcher import fuse_kit_args
-
-        argv = fuse_kit_args(argv)  # --kit_args "--flag" (a value that looks like a flag), as Isaac Lab takes it
-    return parse(build_parser(), argv)
+    return parse(build_parser(), bare_resume(sys.argv[1:] if argv is None else argv))
 
 
 def train(argv: list[str] | None = None) -> dict | None:
