@@ -102,18 +102,19 @@ def observation_groups(env_cfg) -> list[str]:
 def complete_obs_groups(obs_groups: dict, runner: str, has_rnd: bool, env_groups: list[str]) -> dict:
     """The observation sets as rsl_rl will resolve them (a missing set reads its namesake group, else ``policy``),
     written out, so ``params/agent.yaml`` says what ran and robolab's schema defaults cannot fill them instead."""
-    from robolab.rsl_rl_api import resolve_obs_groups
-
-    default_sets = [*MODELS[runner], *(["rnd_state"] if has_rnd else [])]
-    if not all(s in obs_groups for s in default_sets) and not any(s in env_groups for s in ("policy", *default_sets)):
-        return dict(obs_groups)  # rsl_rl's error, or ours (session.check_obs_groups), comes when the env is built
     import torch
     from tensordict import TensorDict
 
+    from robolab.rsl_rl_api import resolve_obs_groups
+
+    default_sets = [*MODELS[runner], *(["rnd_state"] if has_rnd else [])]
     observations = TensorDict({group: torch.zeros(0) for group in env_groups}, batch_size=[])  # names are all it reads
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")  # rsl_rl's advice to write the sets out: robolab does, here
-        return resolve_obs_groups(observations, copy.deepcopy(obs_groups), default_sets)
+        try:
+            return resolve_obs_groups(observations, copy.deepcopy(obs_groups), default_sets)
+        except ValueError:  # a group the env lacks: session.check_obs_groups names it once the env is built
+            return dict(obs_groups)
 
 
 def translate(agent_cfg, source: str, env_groups: list[str] | None = None) -> TaskAgent:
