@@ -96,11 +96,18 @@ def pipeline_choices(source: str, hydra_task: str | None, overrides: list[str]) 
                     group = str(key).removeprefix("override /")
                     if group in choices:
                         choices[group] = str(value)
+    choices.update(command_line_pipeline(overrides))
+    return choices["runner"], choices["algorithm"]
+
+
+def command_line_pipeline(overrides: list[str]) -> dict[str, str]:
+    """The ``runner=`` and ``algorithm=`` the overrides pick (the last of each)."""
+    picked = {}
     for override in overrides:
         key, sep, value = override.partition("=")
-        if sep and key in choices:
-            choices[key] = value
-    return choices["runner"], choices["algorithm"]
+        if sep and key in ("runner", "algorithm"):
+            picked[key] = value
+    return picked
 
 
 def compose(
@@ -157,7 +164,7 @@ def task_config(task_id: str, agent: str, presets: list[str], overrides: list[st
         return tasks.hydra_task_name(task_id, agent), []
     from robolab.tasks.isaaclab.agent_cfg import store_task_config
 
-    chosen = dict(o.split("=", 1) for o in overrides if o.split("=", 1)[0] in ("runner", "algorithm"))
+    chosen = command_line_pipeline(overrides)
     return store_task_config(task_id, agent, presets, chosen.get("runner"), chosen.get("algorithm"))
 
 

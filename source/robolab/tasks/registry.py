@@ -47,7 +47,6 @@ def register_task(
         disable_env_checker=True,
         kwargs={
             "env_cfg_entry_point": env_cfg_entry_point,
-            "hydra_task": hydra_task,
             "description": description,
             **({"robolab_agents": {DEFAULT_AGENT: hydra_task, **(agents or {})}} if hydra_task else {}),
             **(extra or {}),
@@ -82,12 +81,10 @@ def _trainable(spec) -> bool:
     return "robolab_agents" in spec.kwargs or "env_cfg_entry_point" in spec.kwargs
 
 
-def list_tasks(include_isaaclab: bool = True) -> list[str]:
-    """robolab's task ids and, where Isaac Lab is installed (``include_isaaclab``), every Isaac Lab task id."""
-    if include_isaaclab:
-        load_isaaclab_tasks()
+def list_tasks() -> list[str]:
+    """robolab's task ids and, where Isaac Lab is installed, every Isaac Lab task id (robolab's first)."""
+    load_isaaclab_tasks()
     ids = [spec.id for spec in gym.registry.values() if _trainable(spec)]
-    ids = [i for i in ids if include_isaaclab or i.startswith(PREFIX)]
     return sorted(ids, key=lambda i: (not i.startswith(PREFIX), i))
 
 

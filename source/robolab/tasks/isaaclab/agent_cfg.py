@@ -74,18 +74,24 @@ class TaskAgent:
     agent: dict
 
 
-def load(task_id: str, entry: str, presets: list[str]):
-    """(env config, agent config) of ``task_id`` and its agent ``entry``, presets resolved as Isaac Lab does."""
+def resolve(task_id: str, entry: str | None, presets: list[str]):
+    """(env config, agent config or None) of ``task_id``, presets resolved as Isaac Lab does (``resolve_task_config``);
+    an unknown preset is a one-line error listing the known ones."""
     from isaaclab_tasks.utils import resolve_task_config
 
+    try:
+        return resolve_task_config(task_id, entry, overrides=list(presets))
+    except ValueError as err:
+        raise ConfigError(f"{' '.join(presets)}: {' '.join(str(err).split())}") from None
+
+
+def load(task_id: str, entry: str, presets: list[str]):
+    """(env config, agent config) of ``task_id`` and its agent ``entry``."""
     entries = tasks.agent_entry_points(task_id)
     if entry not in entries:
         have = f"its rsl_rl agent configs: {', '.join(entries)}" if entries else "it has no rsl_rl agent config"
         raise ConfigError(f"--agent={entry!r}: not an agent entry point of {task_id} ({have})")
-    try:
-        return resolve_task_config(task_id, entry, overrides=presets)
-    except ValueError as err:  # an unknown preset name
-        raise ConfigError(f"{' '.join(presets)}: {' '.join(str(err).split())}") from None
+    return resolve(task_id, entry, presets)
 
 
 def observation_groups(env_cfg) -> list[str]:

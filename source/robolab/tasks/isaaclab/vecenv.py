@@ -58,24 +58,19 @@ def make_isaaclab_env(
     (rsl_rl's wrapper clips to it).
     """
     from isaaclab.app import launch_simulation
-    from isaaclab_tasks.utils import resolve_task_config
 
-    from robolab.config import ConfigError
+    from robolab.tasks.isaaclab.agent_cfg import resolve
 
     launch = launch or IsaacLabLaunch()
     # Isaac Lab's resolution picks the physics preset (``physics=``, ``presets=``; Newton kitless by default).
-    try:
-        env_cfg, _ = resolve_task_config(task_id, None, overrides=list(launch.presets))
-    except ValueError as err:  # an unknown preset name
-        raise ConfigError(f"{' '.join(launch.presets)}: {' '.join(str(err).split())}") from None
+    env_cfg, _ = resolve(task_id, None, launch.presets)
     apply_env_overrides(env_cfg, env_overrides)
     env_cfg.sim.device = device
     env_cfg.seed = seed
     launcher = {"headless": True, **launch.launcher, "device": device}
     if video is not None:
         configure_video(env_cfg, video)
-        launcher.setdefault("visualizer", None)
-        launcher["visualizer"] = launcher["visualizer"] or [VIDEO_VISUALIZER]
+        launcher["visualizer"] = launcher.get("visualizer") or [VIDEO_VISUALIZER]
     stack.enter_context(launch_simulation(env_cfg, launcher))
     env = gym.make(task_id, cfg=env_cfg)
     stack.callback(env.close)
