@@ -90,6 +90,8 @@ def test_resume_continues_the_newest_run_to_the_final_iteration(log_root):
         (["physics=newton_mjwarp"], "physics=newton_mjwarp: presets, physics, renderer select Isaac Lab presets"),
         (["agent.clip_actions=1.0"], "agent.clip_actions=1.0: RoboLab-Velocity-Flat-Go2-v0 is an embedded task"),
         (["agent.algorithm.optimizer=lion"], "agent.algorithm.optimizer='lion': allowed: adam, adamw, sgd, rmsprop"),
+        (["agent.clip_actions=-1.0"], "agent.clip_actions=-1.0: must be None or a number > 0"),
+        (["agent.torch_compile_mode=fast"], "agent.torch_compile_mode='fast': allowed: (None, 'default'"),
     ],
 )
 def test_bad_input_is_one_line_error_naming_the_value(log_root, args, message):

@@ -380,6 +380,17 @@ def test_untranslatable_agent_configs_are_one_line_errors_naming_the_field():
     assert "my_flag=True" in refused(lambda c: setattr(c, "my_flag", True))
 
 
+def test_an_unknown_agent_entry_or_a_pipeline_the_agent_cannot_take_is_a_one_line_error():
+    from robolab.config import ConfigError, compose
+
+    unknown = "--agent='rsl_rl_nope': not an agent entry point of Isaac-Velocity-Flat-UnitreeGo2"
+    with pytest.raises(ConfigError, match=unknown):
+        compose("Isaac-Velocity-Flat-UnitreeGo2", [], agent="rsl_rl_nope")
+    distillation = "rsl_rl_distillation_cfg_entry_point"
+    with pytest.raises(ConfigError, match="is a distillation agent; pick a PPO agent with --agent"):
+        compose("Isaac-Velocity-Flat-AnymalD", ["runner=on_policy", "algorithm=ppo"], agent=distillation)
+
+
 def test_isaaclab_launch_flags_reach_the_launcher_and_embedded_tasks_refuse_them():
     from robolab.cli import isaaclab_launcher_args, parse_policy_flags
     from robolab.cli.play import build_parser as play_parser
