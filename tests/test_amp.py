@@ -61,7 +61,10 @@ def test_shipped_clips_are_what_the_generator_makes(tmp_path):
         assert res.returncode == 0, res.stderr
         fresh, shipped = np.load(out), np.load(DATA / f"go2_{gait}.npz")
         for field in shipped.files:
-            np.testing.assert_array_equal(fresh[field], shipped[field], err_msg=field)
+            if np.issubdtype(shipped[field].dtype, np.floating):  # forward kinematics: round-off across MuJoCo versions
+                np.testing.assert_allclose(fresh[field], shipped[field], rtol=0, atol=1e-12, err_msg=field)
+            else:
+                np.testing.assert_array_equal(fresh[field], shipped[field], err_msg=field)
 
 
 def test_loader_reorders_by_name_and_interpolates(tmp_path):

@@ -7,7 +7,6 @@ import torch
 from rsl_rl.env import VecEnv
 
 from robolab.envs import VelocityEnv
-from robolab.envs.velocity_env import REWARD_TERMS
 from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
 
 
@@ -75,7 +74,7 @@ def test_logged_reward_terms_add_up_to_the_rewards_the_env_returned():
         _, rew, done, extras = env.step(torch.randn(env.num_envs, env.num_actions) * 0.3)
         total += rew
     assert done.all()
-    logged = sum(extras["log"][f"Episode_Reward/{t.name}"] for t in REWARD_TERMS) * env.cfg.episode_length_s
+    logged = sum(extras["log"][f"Episode_Reward/{t.name}"] for t in env.reward_terms) * env.cfg.episode_length_s
     torch.testing.assert_close(logged, total.mean(), rtol=1e-5, atol=1e-6)
 
 
@@ -83,16 +82,17 @@ def test_policy_noise_is_uniform_within_each_terms_width_and_spares_commands_and
     env = make_env(num_envs=64)
     obs, *_ = env.step(torch.randn(env.num_envs, env.num_actions) * 0.3)
     noise = obs["policy"] - obs["critic"][:, :48]  # the critic holds the same terms without noise
-    nz, j = env.cfg.noise, env.num_actions
+    nz, j = {name: t.noise for name, t in env.cfg.observations["policy"].terms.items()}, env.num_actions
     widths = (
-        [nz.base_lin_vel] * 3
-        + [nz.base_ang_vel] * 3
-        + [nz.projected_gravity] * 3
+        [nz["base_lin_vel"]] * 3
+        + [nz["base_ang_vel"]] * 3
+        + [nz["projected_gravity"]] * 3
         + [0.0] * 3
-        + [nz.joint_pos] * j
-        + [nz.joint_vel] * j
+        + [nz["joint_pos"]] * j
+        + [nz["joint_vel"]] * j
         + [0.0] * j
     )
+    assert nz["velocity_commands"] == nz["actions"] == 0.0 and min(w for w in widths if w) > 0
     width = torch.tensor(widths)
     assert torch.all(noise.abs() <= width + 1e-6)
     assert torch.all(noise[:, width == 0] == 0)  # commands and last actions are exact
@@ -181,20 +181,22 @@ def test_randomised_friction_and_mass_reach_the_simulated_models(num_variants, e
     cfg = Go2FlatEnvCfg(num_envs=16, seed=0)
     cfg.backend.num_threads, cfg.backend.num_variants = 1, num_variants
     env = VelocityEnv(cfg)
-    assert len(set(env.friction.tolist())) == expected
+    friction, added_mass = env.physics_params["friction"], env.physics_params["added_base_mass"]
+    assert len(set(friction.tolist())) == expected
     base = env.robot.base_body_id
     nominal = env.robot.model.body_mass[base]
     for i, model in enumerate(env.backend._models):
-        assert model.geom_friction[0, 0] == pytest.approx(env.friction[i].item(), rel=1e-6)
-        assert model.body_mass[base] == pytest.approx(nominal + env.added_base_mass[i].item(), rel=1e-6)
-    lo, hi = cfg.events.friction
-    assert lo <= env.friction.min() and env.friction.max() <= hi
+        assert model.geom_friction[0, 0] == pytest.approx(friction[i].item(), rel=1e-6)
+        assert model.body_mass[base] == pytest.approx(nominal + added_mass[i].item(), rel=1e-6)
+    lo, hi = cfg.events["physics_material"].params["friction_range"]
+    assert lo <= friction.min() and friction.max() <= hi
     # privileged critic terms carry the same values
-    torch.testing.assert_close(env.get_observations()["critic"][:, 48], env.friction)
+    torch.testing.assert_close(env.get_observations()["critic"][:, 48], friction)
 
 
 def test_policy_history_stacks_frames_oldest_first_and_restarts_flat_after_reset():
-    cfg = Go2FlatEnvCfg(num_envs=4, seed=0, policy_history=3, episode_length_s=0.1)  # 5-step episodes
+    cfg = Go2FlatEnvCfg(num_envs=4, seed=0, episode_length_s=0.1)  # 5-step episodes
+    cfg.observations["policy"].history_length = 3
     cfg.backend.num_threads = 1
     env = VelocityEnv(cfg)
     first = env.get_observations()["policy"]

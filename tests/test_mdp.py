@@ -7,8 +7,9 @@ import math
 import pytest
 import torch
 
-from robolab.envs import mdp
 from robolab.envs.math import heading, quat_rotate, quat_rotate_inverse, yaw_quat
+from robolab.envs.mdp import kernels as mdp
+from robolab.envs.state import RobotState
 
 
 def upright_state(n=2, joint_dim=12):
@@ -20,7 +21,7 @@ def upright_state(n=2, joint_dim=12):
 
 def test_upright_robot_projects_gravity_straight_down():
     qpos, qvel = upright_state()
-    s = mdp.RobotState.from_generalised(qpos, qvel, torch.arange(7, 19), torch.arange(6, 18))
+    s = RobotState.from_generalised(qpos, qvel, torch.arange(7, 19), torch.arange(6, 18))
     torch.testing.assert_close(s.projected_gravity, torch.tensor([[0.0, 0.0, -1.0]] * 2))
     assert torch.all(mdp.flat_orientation_l2(s.projected_gravity) == 0)
 
@@ -28,7 +29,7 @@ def test_upright_robot_projects_gravity_straight_down():
 def test_rolled_robot_sees_gravity_sideways():
     qpos, qvel = upright_state(1)
     qpos[0, 3:7] = torch.tensor([math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0])  # 90 deg roll about x
-    s = mdp.RobotState.from_generalised(qpos, qvel, torch.arange(7, 19), torch.arange(6, 18))
+    s = RobotState.from_generalised(qpos, qvel, torch.arange(7, 19), torch.arange(6, 18))
     torch.testing.assert_close(s.projected_gravity, torch.tensor([[0.0, -1.0, 0.0]]), atol=1e-6, rtol=0)
     assert mdp.flat_orientation_l2(s.projected_gravity).item() == pytest.approx(1.0, abs=1e-6)
 
@@ -37,7 +38,7 @@ def test_base_linear_velocity_is_expressed_in_the_body_frame():
     qpos, qvel = upright_state(1)
     qpos[0, 3:7] = yaw_quat(torch.tensor([math.pi / 2]))[0]  # facing world +y
     qvel[0, :3] = torch.tensor([0.0, 1.0, 0.0])  # moving along world +y = body forward
-    s = mdp.RobotState.from_generalised(qpos, qvel, torch.arange(7, 19), torch.arange(6, 18))
+    s = RobotState.from_generalised(qpos, qvel, torch.arange(7, 19), torch.arange(6, 18))
     torch.testing.assert_close(s.base_lin_vel, torch.tensor([[1.0, 0.0, 0.0]]), atol=1e-6, rtol=0)
 
 
@@ -82,7 +83,7 @@ def test_tracking_error_metric_is_euclidean():
 
 
 def test_gait_scores_from_foot_groups():
-    from robolab.envs.velocity_terms import GaitScores
+    from robolab.envs.gaits import GaitScores
     from robolab.tasks.velocity.go2.env_cfgs import quadruped_gaits
 
     feet = ["FL_foot", "FR_foot", "RL_foot", "RR_foot"]
@@ -98,25 +99,3 @@ def test_gait_scores_from_foot_groups():
     assert both[:, 0].tolist() == [True, False, True]
     with pytest.raises(ValueError, match=r"env.gaits.run=.*groups of feet from"):
         GaitScores({"run": [["FL_foot", "XX_foot"], ["FR_foot"]]}, feet, torch.device("cpu"))
-
-
-def test_a_reward_term_is_one_table_entry(monkeypatch):
-    """Adding a term to REWARD_TERMS is enough for it to be weighted, summed into the reward and logged."""
-    from robolab.envs import VelocityEnv, velocity_env
-    from robolab.envs.velocity_terms import RewardTerm
-    from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
-
-    extra = RewardTerm("base_height", "lin_vel_z", lambda env: env.state.base_pos[:, 2])  # reuses a weight field
-    monkeypatch.setattr(velocity_env, "REWARD_TERMS", (*velocity_env.REWARD_TERMS, extra))
-    cfg = Go2FlatEnvCfg(num_envs=4, episode_length_s=0.04)  # 2-step episodes
-    cfg.backend.num_threads = 1
-    env = VelocityEnv(cfg)
-    _, _, _, extras = env.step(torch.zeros(4, env.num_actions))
-    _, _, done, extras = env.step(torch.zeros(4, env.num_actions))
-    assert bool(done.all()) and "Episode_Reward/base_height" in extras["log"]
-    assert float(extras["log"]["Episode_Reward/base_height"]) < 0  # weighted by lin_vel_z's negative weight
-    env.close()
-    bad = RewardTerm("bad", "no_such_weight", lambda env: env.state.base_pos[:, 2])
-    monkeypatch.setattr(velocity_env, "REWARD_TERMS", (bad,))
-    with pytest.raises(ValueError, match="env.rewards.no_such_weight is not a field"):
-        VelocityEnv(cfg)

@@ -33,7 +33,10 @@ def robot_overrides(model: str) -> list[str]:
             "stiffness": 20.0, "damping": 1.0, "torque_limits": [150.0] * 8,
         }  # fmt: skip
         # its torso weighs 0.33 kg: the Go2's added-mass range (-1, 3) kg would make it negative (refused)
-        extra = ["env.terminations.min_base_height=0.2", "env.events.added_base_mass=[-0.1,0.3]"]
+        extra = [
+            "env.terminations.base_height.params.min_height=0.2",
+            "env.events.add_base_mass.params.mass_range=[-0.1,0.3]",
+        ]
     else:
         joints = ["abdomen_z", "abdomen_y", "abdomen_x"]
         for side in ("right", "left"):
@@ -46,7 +49,10 @@ def robot_overrides(model: str) -> list[str]:
             "default_joint_pos": [-0.1 if "knee" in j else 0.0 for j in joints], "init_base_height": 1.4,
             "stiffness": 100.0, "damping": 5.0, "torque_limits": [100.0] * len(joints),
         }  # fmt: skip
-        extra = ["env.terminations.min_base_height=0.8", "env.events.added_base_mass=[-1.0,3.0]"]
+        extra = [
+            "env.terminations.base_height.params.min_height=0.8",
+            "env.events.add_base_mass.params.mass_range=[-1.0,3.0]",
+        ]
     return [f"env.robot.{k}={json.dumps(v).replace(' ', '')}" for k, v in robot.items()] + ["env.gaits=null", *extra]
 
 
@@ -121,7 +127,9 @@ def test_humanoid_is_refused_by_warp_up_front_naming_its_solver(tmp_path, capsys
 def test_a_base_mass_range_that_would_make_the_base_weigh_nothing_is_refused(tmp_path, capsys):
     from robolab.cli.train import main
 
-    ant = [o for o in robot_overrides("ant") if not o.startswith("env.events.added_base_mass")]
+    ant = [o for o in robot_overrides("ant") if not o.startswith("env.events.add_base_mass")]
     assert main(["--num_envs", "4", "--log_root", str(tmp_path / "logs"), *ant]) == 2  # the Go2's range: -1 kg
     line = capsys.readouterr().err.strip()
-    assert "env.events.added_base_mass=[-1.0, 3.0] would make the base body 'torso' (0.327 kg)" in line, line
+    assert (
+        "env.events.add_base_mass.params.mass_range=[-1.0, 3.0] would make the base body 'torso' (0.327 kg)" in line
+    ), line

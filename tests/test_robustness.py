@@ -174,7 +174,7 @@ def test_finite_but_diverging_physics_never_reaches_observations_or_rewards():
         assert bool(torch.isfinite(rew).all()) and float(rew.abs().max()) < 1e6
         diverged = float(extras["log"].get("Metrics/diverged_total", diverged))
     assert diverged > 0  # it did diverge, and was counted
-    assert int(env._non_finite_total) <= diverged
+    assert int(env.divergence.non_finite_total) <= diverged
 
 
 def test_physics_that_cannot_work_stops_with_one_line_naming_the_setting():
@@ -255,7 +255,9 @@ def test_truncated_and_foreign_checkpoints_are_named(tmp_path):
 @pytest.mark.slow
 def test_play_uses_the_runs_saved_config_and_exports_one_self_contained_onnx(tmp_path):
     log_root = str(tmp_path / "logs")
-    run_dir = train(log_root, "env.policy_history=2")  # networks [32,32] and a 2-frame history, not the defaults
+    run_dir = train(
+        log_root, "env.observations.policy.history_length=2"
+    )  # networks [32,32] and a 2-frame history, not the defaults
     play = run([sys.executable, PLAY, "--run", str(run_dir), "--num_envs", "4", "--steps", "5"])
     assert play.returncode == 0, play.stderr[-3000:]
     exported = run_dir / "exported"

@@ -21,9 +21,9 @@ TASK = "RoboLab-Velocity-Flat-Go2-v0"
 SIM2SIM = str(ROOT / "scripts" / "sim2sim.py")
 # Same commands, state and physics in both envs: no noise, pushes or per-joint reset draws.
 EXACT = [
-    "env.noise.enabled=false",
-    "env.events.push_interval_s=[1e9,1e9]",
-    "env.events.reset_joint_pos_scale=[1.0,1.0]",
+    "env.observations.policy.enable_corruption=false",
+    "~env.events.push_robot",
+    "env.events.reset_robot.params.joint_pos_scale=[1.0,1.0]",
     "env.num_envs=4",
     "env.backend.num_threads=1",
     "seed=5",

@@ -7,11 +7,13 @@ another tree. Agent values are typed by ``robolab.rl_cfg`` and env values by the
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib.util
 import os
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import hydra
 from hydra.errors import HydraException
@@ -19,9 +21,12 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from robolab import tasks
+from robolab.envs.velocity_env_cfg import RENAMED, TERM_TABLES
 from robolab.rl_cfg import AgentConfigError, register_schemas
 
 CONFIG_MODULE = "robolab.hydra_configs"
+REMOVE = "__remove__"
+"""What ``~env.<table>.<term>`` becomes for Hydra: a term to remove, which must exist."""
 PRESET_TOKENS = ("presets", "physics", "renderer")
 """Isaac Lab's preset selectors (``physics=newton_mjwarp``, ``presets=a,b``): handed to Isaac Lab, not to Hydra."""
 # Training pipelines: each runner config works with exactly one algorithm config.
@@ -59,20 +64,51 @@ def hydra_overrides(overrides: list[str]) -> list[str]:
 
     ``env`` is an open node whose schema is the task's dataclass, checked in ``build_env_cfg``: its keys are
     force-added (``++``) so Hydra's struct mode does not reject them first. ``env.backend=warp`` names the backend
-    (``env.backend.name=warp``).
+    (``env.backend.name=warp``). ``~env.rewards.lin_vel_z`` (Hydra's deletion) removes a term, which must exist;
+    ``env.rewards.lin_vel_z=null`` removes it if it exists (as Isaac Lab's configs read ``None``).
+    A key of the MDP before its terms were declared is a one-line error naming the new key, except a reward
+    weight's, ``env.rewards.<term>=<number>``, which still sets ``env.rewards.<term>.weight``.
     """
     out = []
     for override in overrides:
+        if override.startswith("~env."):
+            override = f"{override[1:].partition('=')[0]}={REMOVE}"
         key, sep, value = override.partition("=")
         if key == "env.backend" and sep:
             override = f"env.backend.name={value}"
-        out.append(f"++{override}" if override.startswith("env.") else override)
+        elif key.lstrip("+").startswith("env.") and sep:
+            override = _current_spelling(key.lstrip("+"), value)
+        out.append(f"++{override.lstrip('+')}" if override.lstrip("+").startswith("env.") else override)
     return out
 
 
+def _current_spelling(key: str, value: str) -> str:
+    relative = key.removeprefix("env.")
+    if relative in RENAMED:
+        new = " and ".join(f"env.{k}={value}" for k in RENAMED[relative])
+        raise ConfigError(f"{key} was renamed when the MDP became declared terms: use {new}")
+    parts = relative.split(".")
+    if len(parts) == 2 and parts[0] == "rewards" and _is_number(value):
+        return f"env.rewards.{parts[1]}.weight={value}"
+    return f"{key}={value}"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def user_overrides(hydra_form: list[str]) -> list[str]:
-    """The inverse of ``hydra_overrides`` for display and for handing on to a child process."""
-    return [o.removeprefix("++") if o.startswith("++env.") else o for o in hydra_form]
+    """``hydra_overrides``'s output as a user writes it, for display and for handing on to a child process."""
+    out = []
+    for override in hydra_form:
+        override = override.removeprefix("++") if override.startswith("++env.") else override
+        key, _, value = override.partition("=")
+        out.append(f"~{key}" if value == REMOVE and key.startswith("env.") else override)
+    return out
 
 
 def _read_yaml(source: str, relative: str) -> DictConfig:
@@ -174,15 +210,110 @@ def check_pipeline(runner: str | None, algorithm: str | None) -> None:
         raise ConfigError(f"runner={runner} does not work with algorithm={algorithm}; allowed pairs: {allowed}")
 
 
-def build_env_cfg(task_id: str, env_overrides: DictConfig | dict):
-    """The task's env dataclass with ``env.*`` overrides merged in (unknown keys and bad types are errors)."""
+def build_env_cfg(task_id: str, env_overrides: DictConfig | dict, saved: dict | None = None):
+    """The task's env dataclass with ``env.*`` overrides merged in (unknown keys and bad types are errors).
+
+    ``saved``: a run's ``params/env.yaml``, applied before the overrides. Its term tables replace the task's (a term
+    the run removed stays removed); one written before the terms were declared is read through ``RENAMED``.
+    A ``null`` for an entry of a term table removes that term if the table has it; ``~env.<table>.<term>`` (which
+    ``hydra_overrides`` turns into ``REMOVE``) removes one that must exist.
+    """
     base = OmegaConf.structured(tasks.load_env_cfg(task_id))
+    overrides = (
+        OmegaConf.to_container(env_overrides, resolve=True) if isinstance(env_overrides, DictConfig) else env_overrides
+    )
+    assert isinstance(overrides, dict)
+    overrides = copy.deepcopy(overrides)
     try:
-        return OmegaConf.to_object(OmegaConf.merge(base, env_overrides))
+        if saved is not None:
+            saved, current = upgrade_saved_env(saved)
+            for table in TERM_TABLES if current else ():
+                if table in saved:
+                    base[table] = {}
+            base = OmegaConf.merge(base, saved)
+        assert isinstance(base, DictConfig)
+        removed = _pop_removed_terms(base, overrides, ())
+        env_cfg = OmegaConf.to_object(OmegaConf.merge(base, overrides))
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
         where = f"env.{key}: " if key else ""
         raise ConfigError(f"bad env config: {where}{_one_line(err)}") from None
+    for path, strict in removed:
+        table: Any = env_cfg
+        for part in path[:-1]:
+            table = table[part] if isinstance(table, dict) else getattr(table, part)
+        if path[-1] not in table and not strict:
+            continue
+        if path[-1] not in table:
+            where = "env." + ".".join(path[:-1])
+            raise ConfigError(
+                f"env.{'.'.join(path)}: no such term to remove ({where} has: {', '.join(table) or 'none'})"
+            )
+        del table[path[-1]]
+    return env_cfg
+
+
+def _pop_removed_terms(base: DictConfig, overrides: dict, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], bool]]:
+    """Pop the removals (``null`` or ``REMOVE``) of term-table entries (dict-typed nodes of ``base``) out of
+    ``overrides``: their paths, and whether the entry must exist."""
+    removed = []
+    for key, value in list(overrides.items()):
+        node = base.get(key) if isinstance(base, DictConfig) else None
+        table = isinstance(base, DictConfig) and OmegaConf.get_type(base) is dict
+        if value == REMOVE and not table:
+            raise ConfigError(
+                f"~env.{'.'.join((*path, key))}: only a term of a table (rewards, events, ...) can be removed"
+            )
+        if (value is None or value == REMOVE) and table:
+            removed.append(((*path, key), value == REMOVE))
+            del overrides[key]
+        elif isinstance(value, dict) and isinstance(node, DictConfig):
+            removed += _pop_removed_terms(node, value, (*path, key))
+    return removed
+
+
+def upgrade_saved_env(saved: dict) -> tuple[dict, bool]:
+    """A run's saved env config in the current spelling, and whether it was written with declared terms.
+
+    One written before (its keys in ``RENAMED``, reward weights as numbers) has its values moved to the keys that
+    hold them now; its tables then merge onto the task's instead of replacing them.
+    """
+    flat = _flatten(saved)
+    old = any(key in RENAMED for key in flat) or any(
+        isinstance(v, (int, float)) for v in (saved.get("rewards") or {}).values()
+    )
+    if not old:
+        return saved, True
+    upgraded: dict = {}
+    for key, value in flat.items():
+        if key in RENAMED:
+            targets = RENAMED[key]
+        elif key.startswith("rewards.") and key.count(".") == 1:
+            targets = (f"{key}.weight",)
+        else:
+            targets = (key,)
+        for target in targets:
+            _set_path(upgraded, target, value)
+    return upgraded, False
+
+
+def _flatten(node: dict, prefix: str = "") -> dict:
+    """Dotted keys down to the leaves, except inside the robot and the gaits (whole values there)."""
+    flat = {}
+    for key, value in node.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and name not in ("robot", "gaits"):
+            flat.update(_flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _set_path(node: dict, dotted: str, value) -> None:
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
 
 
 def agent_dict(cfg: DictConfig) -> dict:

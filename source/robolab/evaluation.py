@@ -9,18 +9,14 @@ import torch
 
 from robolab import checkpoint
 
-# Evaluation conditions: no observation noise and no pushes, one full episode per env.
-EVAL_OVERRIDES = ["env.noise.enabled=false", "env.events.push_interval_s=[1e9,1e9]"]
-# Isaac Lab tasks: Isaac Lab's own play settings (no observation noise, no pushes).
-ISAACLAB_EVAL_OVERRIDES = ["env.observations.policy.enable_corruption=false", "env.events.push_robot=null"]
+# Evaluation conditions, Isaac Lab's play settings, in the spelling both kinds of task share: no observation noise,
+# no pushes (the push event removed), one full episode per env.
+EVAL_OVERRIDES = ["env.observations.policy.enable_corruption=false", "env.events.push_robot=null"]
 
 
 def eval_overrides(task: str, num_envs: int, seed: int | None) -> list[str]:
-    """The evaluation conditions of ``task``'s kind of env, with its env count and seed."""
-    from robolab import tasks
-
-    base = ISAACLAB_EVAL_OVERRIDES if tasks.is_isaaclab_task(task) else EVAL_OVERRIDES
-    return [*base, f"env.num_envs={num_envs}", *([f"seed={seed}"] if seed is not None else [])]
+    """The evaluation conditions with ``task``'s env count and seed."""
+    return [*EVAL_OVERRIDES, f"env.num_envs={num_envs}", *([f"seed={seed}"] if seed is not None else [])]
 
 
 def tracking_error(env) -> torch.Tensor:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from robolab import distributed, runs, tasks
 from robolab.config import ConfigError, agent_dict, build_env_cfg, compose, to_yaml
@@ -154,11 +154,12 @@ def join(task: str, overrides: list[str], device: str | None, distributed_run: b
     return Job(ctx, device, cfg, int(cfg.seed) + ctx.rank)
 
 
-def env_config(task: str, job: Job):
-    """The embedded task's env dataclass (``env.*`` applied, seed, device, CPU share); None for Isaac Lab."""
+def env_config(task: str, job: Job, saved: dict | None = None):
+    """The embedded task's env dataclass (a run's ``saved`` env config, then ``env.*`` applied; seed, device, CPU
+    share); None for Isaac Lab."""
     if tasks.is_isaaclab_task(task):
         return None  # Isaac Lab builds and checks its own config when the env is opened
-    env_cfg = build_env_cfg(task, job.cfg.env)
+    env_cfg = build_env_cfg(task, job.cfg.env, saved)
     from robolab.envs.backends import resolve_name
 
     env_cfg.seed, env_cfg.device = job.seed, job.device
@@ -508,11 +509,9 @@ def prepare_policy(
     agent = agent_dict(job.cfg)
     ckpt = find_checkpoint(agent)
     saved_env, saved_agent = runs.saved_params(os.path.dirname(os.path.abspath(ckpt)))
-    if saved_env is not None and not tasks.is_isaaclab_task(task):
+    if saved_env is not None:
         for key in ("num_envs", "seed", "device", "backend"):
             saved_env.pop(key, None)
-        with open_dict(job.cfg):
-            job.cfg.env = OmegaConf.merge(OmegaConf.create(saved_env), job.cfg.env)
     if saved_agent is not None:
         given = OmegaConf.from_dotlist([o for o in overrides if o.startswith("agent.")]).get("agent", {})
         merged = OmegaConf.to_container(OmegaConf.merge(OmegaConf.create(saved_agent), given), resolve=True)
@@ -520,7 +519,8 @@ def prepare_policy(
         agent = merged
     with contextlib.ExitStack() as closer:
         video = video_for(ckpt) if video_for else None
-        env, _ = open_env(task, env_config(task, job), job, closer, video, launcher, agent.get("clip_actions"))
+        env_cfg = env_config(task, job, saved_env)
+        env, _ = open_env(task, env_cfg, job, closer, video, launcher, agent.get("clip_actions"))
         runner = build_runner(env, agent, job, task)
         runner.load(ckpt, map_location=job.device)
         closer = closer.pop_all()

@@ -49,7 +49,7 @@ def _embedded_interface(io: dict) -> PolicyInterface:
     policy, actions = io["observations"]["policy"], io["actions"]
     joints = list(actions["joint_names"])
     return PolicyInterface(
-        terms=[(t["name"], int(t["shape"][0]), 1.0) for t in policy["terms"]],
+        terms=[(t["name"], int(t["shape"][0]), float(t.get("scale", 1.0))) for t in policy["terms"]],
         joint_names=joints,
         action_scale=torch.full((len(joints),), float(actions["scale"])),
         default_joint_pos=torch.tensor(actions["offset"], dtype=torch.float32),
@@ -167,7 +167,7 @@ def check_compatible(source: PolicyInterface, target: PolicyInterface) -> None:
     if source.history != target.history:
         raise Sim2SimError(
             f"observation history: the policy reads {source.history} frames, the target env gives {target.history} "
-            f"(set the target's env.policy_history={source.history})"
+            f"(set the target's env.observations.policy.history_length={source.history})"
         )
     missing_joints = [j for j in source.joint_names if j not in target.joint_names]
     if missing_joints:
@@ -200,7 +200,7 @@ def foot_contact(env, feet: list[str], threshold_n: float = 1.0) -> torch.Tensor
 def judge(env, policy, steps: int, gaits: dict[str, list[list[str]]], feet: list[str]) -> dict:
     """Tracking error and fall rate (``evaluation.evaluate``) and the share of steps showing each gait pattern."""
     from robolab import evaluation
-    from robolab.envs.velocity_terms import GaitScores
+    from robolab.envs.gaits import GaitScores
 
     scores = GaitScores(gaits, feet, torch.device(env.device))
     totals = torch.zeros(len(scores.names), device=env.device)

@@ -1,75 +1,124 @@
-"""Typed config of the velocity-tracking MDP. Hydra ``env.*`` overrides land on these dataclasses."""
+"""The velocity-tracking task's config: the simulation settings and its declared MDP (``robolab.envs.terms``).
+
+``VelocityEnvCfg``'s tables (``observations``, ``rewards``, ``terminations``, ``events``, ``commands``,
+``curricula``) are what the task computes; their defaults below are Isaac Lab's flat velocity task, and a robot's
+task folder subclasses the config to change them. Hydra ``env.*`` overrides land on these dataclasses with Isaac
+Lab's spelling: ``env.rewards.feet_air_time.weight=0.5``, ``~env.rewards.lin_vel_z``,
+``env.rewards.my_term='{func: mypkg.terms:bonus, weight: 1.0}'``.
+"""
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 
 from robolab.assets.robot_cfg import RobotCfg
+from robolab.envs.terms import (
+    CommandTermCfg,
+    CurriculumTermCfg,
+    EventTermCfg,
+    ObsGroupCfg,
+    ObsTermCfg,
+    RewardTermCfg,
+    TerminationTermCfg,
+)
 
 
-@dataclass
-class CommandsCfg:
-    resampling_time_s: float = 10.0
-    lin_vel_x: tuple[float, float] = (-1.0, 1.0)
-    lin_vel_y: tuple[float, float] = (-1.0, 1.0)
-    ang_vel_z: tuple[float, float] = (-1.0, 1.0)
-    standing_fraction: float = 0.02
-    """Share of envs whose command is all zeros (stand still)."""
-    heading_command: bool = False
-    """Sample a target heading and derive the yaw-rate command from the heading error."""
-    heading: tuple[float, float] = (-math.pi, math.pi)
-    heading_stiffness: float = 0.5
+def velocity_policy_terms() -> dict[str, ObsTermCfg]:
+    """The proprioceptive frame: base velocities, gravity, command, joint state, last action (Isaac Lab's)."""
+    return {
+        "base_lin_vel": ObsTermCfg(func="base_lin_vel", noise=0.1),
+        "base_ang_vel": ObsTermCfg(func="base_ang_vel", noise=0.2),
+        "projected_gravity": ObsTermCfg(func="projected_gravity", noise=0.05),
+        "velocity_commands": ObsTermCfg(func="generated_commands", params={"command_name": "base_velocity"}),
+        "joint_pos": ObsTermCfg(func="joint_pos_rel", noise=0.01),
+        "joint_vel": ObsTermCfg(func="joint_vel", noise=1.5),
+        "actions": ObsTermCfg(func="last_action"),
+    }
 
 
-@dataclass
-class NoiseCfg:
-    """Uniform noise half-widths added to the ``policy`` group (the ``critic`` group is noise-free)."""
-
-    enabled: bool = True
-    base_lin_vel: float = 0.1
-    base_ang_vel: float = 0.2
-    projected_gravity: float = 0.05
-    joint_pos: float = 0.01
-    joint_vel: float = 1.5
+def velocity_privileged_terms() -> dict[str, ObsTermCfg]:
+    """What the critic (and a distillation teacher) sees beyond the policy's frame: the randomised physics and the
+    feet's contacts."""
+    return {
+        "friction": ObsTermCfg(func="physics_param", params={"name": "friction"}),
+        "added_base_mass": ObsTermCfg(func="physics_param", params={"name": "added_base_mass"}),
+        "foot_contact": ObsTermCfg(func="foot_contact"),
+    }
 
 
-@dataclass
-class RewardsCfg:
-    """Weights (multiplied by the control dt, as in Isaac Lab) and kernel parameters."""
-
-    track_lin_vel_xy: float = 1.5
-    track_ang_vel_z: float = 0.75
-    lin_vel_z: float = -2.0
-    ang_vel_xy: float = -0.05
-    joint_torques: float = -2.0e-4
-    joint_acc: float = -2.5e-7
-    action_rate: float = -0.01
-    feet_air_time: float = 0.25
-    undesired_contacts: float = -1.0
-    flat_orientation: float = -2.5
-    tracking_std: float = 0.5
-    """Std of the exp tracking kernels: exp(-err^2 / std^2)."""
-    feet_air_time_threshold: float = 0.5
+def velocity_observations() -> dict[str, ObsGroupCfg]:
+    """``policy``: noisy proprioception; ``critic`` and ``teacher``: the same terms exact, plus privileged ones."""
+    privileged = {**velocity_policy_terms(), **velocity_privileged_terms()}
+    return {
+        "policy": ObsGroupCfg(terms=velocity_policy_terms()),
+        "critic": ObsGroupCfg(terms=privileged, enable_corruption=False),
+        "teacher": ObsGroupCfg(terms=copy.deepcopy(privileged), enable_corruption=False),
+    }
 
 
-@dataclass
-class TerminationsCfg:
-    min_base_height: float = 0.12
-    contact_force_threshold: float = 1.0
-    """Newtons on a termination body (or an undesired body) that count as a contact."""
+def velocity_rewards() -> dict[str, RewardTermCfg]:
+    """Isaac Lab's flat velocity rewards; weights are multiplied by the control dt."""
+    return {
+        "track_lin_vel_xy": RewardTermCfg(func="track_lin_vel_xy_exp", weight=1.5, params={"std": 0.5}),
+        "track_ang_vel_z": RewardTermCfg(func="track_ang_vel_z_exp", weight=0.75, params={"std": 0.5}),
+        "lin_vel_z": RewardTermCfg(func="lin_vel_z_l2", weight=-2.0),
+        "ang_vel_xy": RewardTermCfg(func="ang_vel_xy_l2", weight=-0.05),
+        "joint_torques": RewardTermCfg(func="joint_torques_l2", weight=-2.0e-4),
+        "joint_acc": RewardTermCfg(func="joint_acc_l2", weight=-2.5e-7),
+        "action_rate": RewardTermCfg(func="action_rate_l2", weight=-0.01),
+        "feet_air_time": RewardTermCfg(func="feet_air_time", weight=0.25, params={"threshold": 0.5}),
+        "undesired_contacts": RewardTermCfg(func="undesired_contacts", weight=-1.0, params={"threshold": 1.0}),
+        "flat_orientation": RewardTermCfg(func="flat_orientation_l2", weight=-2.5),
+    }
 
 
-@dataclass
-class EventsCfg:
-    reset_base_yaw: tuple[float, float] = (-math.pi, math.pi)
-    reset_joint_pos_scale: tuple[float, float] = (0.5, 1.5)
-    reset_base_vel: float = 0.5
-    """Half-width of the uniform initial base linear and angular velocity."""
-    friction: tuple[float, float] = (0.4, 1.25)
-    added_base_mass: tuple[float, float] = (-1.0, 3.0)
-    push_interval_s: tuple[float, float] = (10.0, 15.0)
-    push_vel_xy: float = 0.5
+def velocity_terminations() -> dict[str, TerminationTermCfg]:
+    return {
+        "time_out": TerminationTermCfg(func="time_out", time_out=True),
+        "base_contact": TerminationTermCfg(func="illegal_contact", params={"threshold": 1.0}),
+        "base_height": TerminationTermCfg(func="base_height_below", params={"min_height": 0.12}),
+    }
+
+
+def velocity_events() -> dict[str, EventTermCfg]:
+    """Friction and base mass once per physics variant; a random yaw, pose and velocity per episode; pushes."""
+    return {
+        "physics_material": EventTermCfg(
+            func="randomize_friction", mode="startup", params={"friction_range": (0.4, 1.25)}
+        ),
+        "add_base_mass": EventTermCfg(func="randomize_base_mass", mode="startup", params={"mass_range": (-1.0, 3.0)}),
+        "reset_robot": EventTermCfg(
+            func="reset_robot_state",
+            mode="reset",
+            params={"yaw_range": (-math.pi, math.pi), "joint_pos_scale": (0.5, 1.5), "base_velocity": 0.5},
+        ),
+        "push_robot": EventTermCfg(
+            func="push_by_setting_velocity",
+            mode="interval",
+            interval_range_s=(10.0, 15.0),
+            params={"velocity_range": 0.5},
+        ),
+    }
+
+
+def velocity_commands() -> dict[str, CommandTermCfg]:
+    return {
+        "base_velocity": CommandTermCfg(
+            func="UniformVelocityCommand",
+            params={
+                "resampling_time_s": 10.0,
+                "lin_vel_x": (-1.0, 1.0),
+                "lin_vel_y": (-1.0, 1.0),
+                "ang_vel_z": (-1.0, 1.0),
+                "standing_fraction": 0.02,
+                "heading_command": False,
+                "heading": (-math.pi, math.pi),
+                "heading_stiffness": 0.5,
+            },
+        )
+    }
 
 
 @dataclass
@@ -121,21 +170,25 @@ class VelocityEnvCfg:
     decimation: int = 4
     episode_length_s: float = 20.0
     amp_terms: list[str] = field(default_factory=list)
-    """AMP state terms for an ``amp`` observation group (see ``robolab.amp.features.AMP_TERMS``); empty = no group."""
-    policy_history: int = 1
-    """Frames stacked in the ``policy`` group (oldest first); 1 = the current frame only."""
+    """AMP state terms of an ``amp`` observation group (``robolab.amp.features.AMP_TERMS``); empty: no group.
+    The group is the ``amp_state`` observation term over these (the motion clips are built from the same)."""
     action_scale: float = 0.25
     clip_actions: float = 100.0
+    contact_force_threshold: float = 1.0
+    """Newtons on a foot that count as ground contact (air time, gait scores, the ``foot_contact`` term)."""
+    velocity_command: str = "base_velocity"
+    """The command term whose (lin x, lin y, yaw rate) command the tracking metrics and the viewer read."""
     robot: RobotCfg = field(default_factory=RobotCfg)
     """The robot; a task sets it (the generic default names no model)."""
     gaits: dict[str, list[list[str]]] | None = field(default_factory=dict)
-    """Gait patterns scored per step from foot contacts (``robolab.envs.velocity_terms.GaitScores``); null: none."""
+    """Gait patterns scored per step from foot contacts (``robolab.envs.gaits.GaitScores``); null: none."""
     backend: BackendCfg = field(default_factory=BackendCfg)
-    commands: CommandsCfg = field(default_factory=CommandsCfg)
-    noise: NoiseCfg = field(default_factory=NoiseCfg)
-    rewards: RewardsCfg = field(default_factory=RewardsCfg)
-    terminations: TerminationsCfg = field(default_factory=TerminationsCfg)
-    events: EventsCfg = field(default_factory=EventsCfg)
+    observations: dict[str, ObsGroupCfg] = field(default_factory=velocity_observations)
+    rewards: dict[str, RewardTermCfg] = field(default_factory=velocity_rewards)
+    terminations: dict[str, TerminationTermCfg] = field(default_factory=velocity_terminations)
+    events: dict[str, EventTermCfg] = field(default_factory=velocity_events)
+    commands: dict[str, CommandTermCfg] = field(default_factory=velocity_commands)
+    curricula: dict[str, CurriculumTermCfg] = field(default_factory=dict)
     divergence: DivergenceCfg = field(default_factory=DivergenceCfg)
 
     @property
@@ -143,18 +196,44 @@ class VelocityEnvCfg:
         return self.sim_dt * self.decimation
 
 
-RANGES = {
-    "commands": ("lin_vel_x", "lin_vel_y", "ang_vel_z", "heading"),
-    "events": ("reset_base_yaw", "reset_joint_pos_scale", "friction", "added_base_mass", "push_interval_s"),
+TERM_TABLES = ("observations", "rewards", "terminations", "events", "commands", "curricula")
+"""The fields of ``VelocityEnvCfg`` that are tables of declared terms (a saved run's table replaces the task's)."""
+
+
+_COMMAND_FIELDS = (
+    "resampling_time_s",
+    "lin_vel_x",
+    "lin_vel_y",
+    "ang_vel_z",
+    "standing_fraction",
+    "heading_command",
+    "heading",
+    "heading_stiffness",
+)
+RENAMED: dict[str, tuple[str, ...]] = {
+    "policy_history": ("observations.policy.history_length",),
+    "noise.enabled": ("observations.policy.enable_corruption",),
+    **{
+        f"noise.{term}": (f"observations.policy.terms.{term}.noise",)
+        for term in ("base_lin_vel", "base_ang_vel", "projected_gravity", "joint_pos", "joint_vel")
+    },
+    "rewards.tracking_std": ("rewards.track_lin_vel_xy.params.std", "rewards.track_ang_vel_z.params.std"),
+    "rewards.feet_air_time_threshold": ("rewards.feet_air_time.params.threshold",),
+    "terminations.min_base_height": ("terminations.base_height.params.min_height",),
+    "terminations.contact_force_threshold": (
+        "contact_force_threshold",
+        "terminations.base_contact.params.threshold",
+        "rewards.undesired_contacts.params.threshold",
+    ),
+    **{f"commands.{name}": (f"commands.base_velocity.params.{name}",) for name in _COMMAND_FIELDS},
+    "events.reset_base_yaw": ("events.reset_robot.params.yaw_range",),
+    "events.reset_joint_pos_scale": ("events.reset_robot.params.joint_pos_scale",),
+    "events.reset_base_vel": ("events.reset_robot.params.base_velocity",),
+    "events.friction": ("events.physics_material.params.friction_range",),
+    "events.added_base_mass": ("events.add_base_mass.params.mass_range",),
+    "events.push_interval_s": ("events.push_robot.interval_range_s",),
+    "events.push_vel_xy": ("events.push_robot.params.velocity_range",),
 }
-"""The (low, high) fields sampled uniformly; ``check_ranges`` validates them."""
-
-
-def check_ranges(cfg: VelocityEnvCfg) -> None:
-    """Every sampled range is two finite numbers, low <= high (one-line ``ValueError`` naming the key)."""
-    for section, names in RANGES.items():
-        for name in names:
-            value = getattr(getattr(cfg, section), name)
-            ok = len(value) == 2 and all(math.isfinite(v) for v in value) and value[0] <= value[1]
-            if not ok:
-                raise ValueError(f"env.{section}.{name}={list(value)}: expected [low, high], two finite numbers")
+"""``env.*`` keys of the MDP before its terms were declared -> the keys that hold the same values now (a run's
+saved ``params/env.yaml`` from before is read through this; on the command line an old key is a one-line error
+naming the new one). A reward weight's old spelling, ``env.rewards.<term>=<number>``, still sets the weight."""

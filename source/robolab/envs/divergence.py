@@ -1,0 +1,95 @@
+"""Containing diverged physics: which envs left the bounds of ``env.divergence`` this step, and when to stop.
+
+A non-finite env, or a finite one beyond any physical bound (a step too large for the solver, a model the solver
+cannot hold), is reset alone by the env, counted, and kept out of observations, rewards and the update. When most
+env steps of a check window diverge, the settings cannot work: ``PhysicsDivergedError`` names the likely culprits.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from robolab.envs.backends import resolve_name
+
+
+class PhysicsDivergedError(ValueError):
+    """Most envs diverge: a physics setting that cannot work. The message names the likely settings."""
+
+
+PHYSICS_KEYS = (
+    "sim_dt",
+    "decimation",
+    "action_scale",
+    "robot.mjcf_path",
+    "robot.stiffness",
+    "robot.damping",
+    "robot.torque_limits",
+    "backend.name",
+)
+
+
+def likely_culprits(cfg) -> str:
+    """The physics settings of ``cfg`` that differ from its task's defaults, the usual cause of divergence."""
+    default = type(cfg)()
+    changed = []
+    for key in PHYSICS_KEYS:
+        ours, theirs = cfg, default
+        for part in key.split("."):
+            ours, theirs = getattr(ours, part), getattr(theirs, part)
+        if key == "backend.name":  # the default (auto) stands for the backend it picks on this device
+            theirs = resolve_name(str(theirs), cfg.device)
+        if ours != theirs:
+            changed.append(f"env.{key}={ours} (the task's default is {theirs})")
+    if not changed:
+        return "no physics setting differs from the task's defaults: check the robot model and its solver options"
+    return "likely " + "; ".join(changed)
+
+
+class DivergenceGuard:
+    """Bounds per step, counts on the device (no host synchronisation per step), one check per window."""
+
+    def __init__(self, env):
+        self.env, self.cfg = env, env.cfg.divergence
+        dev = env.device
+        self.non_finite_total = torch.zeros((), dtype=torch.long, device=dev)
+        self.diverged_total = torch.zeros((), dtype=torch.long, device=dev)  # non-finite ones included
+        self._window = torch.zeros((), dtype=torch.long, device=dev)
+        self._window_steps = 0
+
+    def diverged(self, non_finite: torch.Tensor) -> torch.Tensor:
+        """(num_envs,) bool: non-finite, or out of ``env.divergence``'s bounds this step."""
+        env, d, s = self.env, self.cfg, self.env.state
+        acc = (s.joint_vel - env.prev_joint_vel).abs() / env.step_dt
+        out = (
+            (s.base_lin_vel.abs() > d.max_base_lin_vel).any(dim=1)
+            | (s.base_ang_vel.abs() > d.max_base_ang_vel).any(dim=1)
+            | (s.joint_vel.abs() > d.max_joint_vel).any(dim=1)
+            | (acc > d.max_joint_acc).any(dim=1)
+            | (s.base_pos.abs() > d.max_base_distance).any(dim=1)
+            | (
+                (s.joint_pos < env.joint_lo - d.joint_limit_margin)
+                | (s.joint_pos > env.joint_hi + d.joint_limit_margin)
+            ).any(dim=1)
+        )
+        return non_finite | out
+
+    def count(self, non_finite: torch.Tensor, diverged: torch.Tensor) -> None:
+        self.non_finite_total += non_finite.sum()
+        count = diverged.sum()
+        self.diverged_total += count
+        self._window += count
+        self._window_steps += 1
+        if self._window_steps >= self.cfg.check_every:
+            self._check_window()
+
+    def _check_window(self) -> None:
+        """Stop when most env steps of the window diverged (one host synchronisation per window)."""
+        share = float(self._window) / (self.env.num_envs * self._window_steps)
+        steps = self._window_steps
+        self._window.zero_()
+        self._window_steps = 0
+        if share > self.cfg.stop_fraction:
+            raise PhysicsDivergedError(
+                f"the physics diverged in {share:.0%} of env steps over the last {steps} control steps "
+                f"(beyond env.divergence bounds, or non-finite): {likely_culprits(self.env.cfg)}"
+            )

@@ -1,0 +1,72 @@
+"""Event terms: ``func(env, mask, **params)``, for the envs of ``mask`` (startup: all of them).
+
+Randomness comes from ``env.uniform`` (the env's seeded generator): the same seed draws the same values. Draws are
+made for every env and kept where ``mask`` holds, so an event never asks the GPU which envs it concerns.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from robolab.envs.math import quat_rotate, yaw_quat
+from robolab.envs.terms import check_range
+
+
+def randomize_friction(env, mask: torch.Tensor, friction_range: tuple[float, float]) -> None:
+    """Startup: the sliding friction of ground and robot contacts, one draw per physics variant
+    (``env.backend.num_variants``); recorded per env as ``physics_params['friction']``."""
+    low, high = check_range("friction_range", friction_range, low_bound=0.0)
+    friction = env.uniform(low, high, env.backend.num_variants)
+    env.backend.set_friction(friction)
+    env.physics_params["friction"] = friction[env.backend.variant_of_env]
+
+
+def randomize_base_mass(env, mask: torch.Tensor, mass_range: tuple[float, float]) -> None:
+    """Startup: kg added to the base body, one draw per physics variant; recorded as
+    ``physics_params['added_base_mass']``. A range that would leave the base under a tenth of its mass is refused
+    (the inertia would be near singular)."""
+    low, high = check_range("mass_range", mass_range)
+    robot = env.robot
+    nominal = float(robot.model.body_mass[robot.base_body_id])
+    if nominal + low < 0.1 * nominal:
+        raise ValueError(
+            f"mass_range={[low, high]} would make the base body {env.cfg.robot.base_body!r} ({nominal:.3g} kg) weigh "
+            f"{nominal + low:.3g} kg; keep the low end above {-0.9 * nominal:.3g}"
+        )
+    added = env.uniform(low, high, env.backend.num_variants)
+    env.backend.set_added_base_mass(added)
+    env.physics_params["added_base_mass"] = added[env.backend.variant_of_env]
+
+
+def reset_robot_state(
+    env,
+    mask: torch.Tensor,
+    yaw_range: tuple[float, float],
+    joint_pos_scale: tuple[float, float],
+    base_velocity: float,
+) -> None:
+    """Reset: the base at ``robot.init_base_height`` with a yaw from ``yaw_range``, the default joint pose scaled per
+    joint by a factor from ``joint_pos_scale`` (clamped to the joint ranges), base linear and angular velocities
+    uniform in [-base_velocity, base_velocity]."""
+    yaw_lo, yaw_hi = check_range("yaw_range", yaw_range)
+    scale_lo, scale_hi = check_range("joint_pos_scale", joint_pos_scale)
+    if base_velocity < 0:
+        raise ValueError(f"base_velocity={base_velocity}: a half-width, must be >= 0")
+    n, model = env.num_envs, env.robot.model
+    qpos = torch.zeros(n, model.nq, device=env.device)
+    qpos[:, 2] = env.cfg.robot.init_base_height
+    qpos[:, 3:7] = yaw_quat(env.uniform(yaw_lo, yaw_hi, n))
+    scale = env.uniform(scale_lo, scale_hi, n, env.num_actions)
+    qpos[:, env.qpos_adr] = torch.clamp(env.default_joint_pos * scale, env.joint_lo, env.joint_hi)
+    qvel = torch.zeros(n, model.nv, device=env.device)
+    qvel[:, :6] = env.uniform(-base_velocity, base_velocity, n, 6)
+    env.backend.reset(mask, qpos, qvel)
+
+
+def push_by_setting_velocity(env, mask: torch.Tensor, velocity_range: float) -> None:
+    """Interval: add a horizontal base velocity uniform in [-velocity_range, velocity_range] m/s per axis (world)."""
+    if velocity_range < 0:
+        raise ValueError(f"velocity_range={velocity_range}: a half-width, must be >= 0")
+    push = env.uniform(-velocity_range, velocity_range, env.num_envs, 2)
+    world_vel = quat_rotate(env.state.base_quat, env.state.base_lin_vel)
+    env.backend.set_base_velocity(mask, world_vel[:, :2] + push)

@@ -1,0 +1,53 @@
+"""Reward terms: ``func(env, **params) -> (num_envs,)``, unweighted (the weight carries the sign)."""
+
+from __future__ import annotations
+
+import torch
+
+from robolab.envs.mdp import kernels
+
+
+def track_lin_vel_xy_exp(env, std: float, command_name: str = "base_velocity") -> torch.Tensor:
+    """exp(-|command_xy - base_lin_vel_xy|^2 / std^2)."""
+    return kernels.track_lin_vel_xy_exp(env.command(command_name), env.state.base_lin_vel, std)
+
+
+def track_ang_vel_z_exp(env, std: float, command_name: str = "base_velocity") -> torch.Tensor:
+    """exp(-(command_yaw_rate - base_yaw_rate)^2 / std^2)."""
+    return kernels.track_ang_vel_z_exp(env.command(command_name), env.state.base_ang_vel, std)
+
+
+def lin_vel_z_l2(env) -> torch.Tensor:
+    return kernels.lin_vel_z_l2(env.state.base_lin_vel)
+
+
+def ang_vel_xy_l2(env) -> torch.Tensor:
+    return kernels.ang_vel_xy_l2(env.state.base_ang_vel)
+
+
+def joint_torques_l2(env) -> torch.Tensor:
+    return kernels.l2(torch.nan_to_num(env.backend.joint_torques))
+
+
+def joint_acc_l2(env) -> torch.Tensor:
+    """Joint accelerations between two control steps."""
+    return kernels.l2((env.state.joint_vel - env.prev_joint_vel) / env.step_dt)
+
+
+def action_rate_l2(env) -> torch.Tensor:
+    return kernels.l2(env.actions - env.last_actions)
+
+
+def feet_air_time(env, threshold: float, command_name: str = "base_velocity") -> torch.Tensor:
+    """Steps longer than ``threshold`` s, paid at touchdown, only while asked to move."""
+    return kernels.feet_air_time(env.last_air_time, env.first_contact, env.command(command_name), threshold)
+
+
+def undesired_contacts(env, threshold: float = 1.0, body_group: str = "undesired") -> torch.Tensor:
+    """How many bodies of ``body_group`` (``RobotCfg``'s ``undesired_contact_bodies``) touch with over ``threshold``
+    newtons."""
+    return kernels.undesired_contacts(env.backend.contact_forces(body_group), threshold)
+
+
+def flat_orientation_l2(env) -> torch.Tensor:
+    return kernels.flat_orientation_l2(env.state.projected_gravity)
