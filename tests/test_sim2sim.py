@@ -59,7 +59,7 @@ def test_a_permuted_joint_order_gives_the_same_actions_through_the_mapping(train
     with source.closer, contextlib.ExitStack() as closer:
         target_env, _ = open_env(TASK, env_config(TASK, job), job, closer)
         policy = source.runner.get_inference_policy(device="cpu")
-        source_if, target_if = interface_of(source.env), interface_of(target_env)
+        source_if, target_if = interface_of(TASK, source.env), interface_of(TASK, target_env)
         assert target_if.joint_names == [source_if.joint_names[i] for i in ORDER]
         mapped = MappedPolicy(policy, source_if, target_if)
         source_obs, target_obs = source.env.get_observations(), target_env.get_observations()

@@ -67,7 +67,7 @@ def test_tasks_register_with_robolab_and_isaaclab_entry_points():
     assert set(ROBOLAB_IDS) <= set(tasks.list_tasks())
     for task_id in ROBOLAB_IDS:
         spec = gym.spec(task_id)
-        assert spec.entry_point == "isaaclab.envs:ManagerBasedRLEnv" and tasks.is_isaaclab_task(task_id)
+        assert spec.entry_point == "isaaclab.envs:ManagerBasedRLEnv" and tasks.kind_of(task_id).name == "isaaclab"
         env_cfg = load_cfg_from_registry(task_id, "env_cfg_entry_point")
         agent_cfg = load_cfg_from_registry(task_id, "rsl_rl_cfg_entry_point")
         assert env_cfg.observations.critic.enable_corruption is False
@@ -332,7 +332,7 @@ def test_every_isaaclab_agent_config_is_translated_exactly_or_refused_in_one_lin
     from robolab.tasks.isaaclab.agent_cfg import MODELS, RUNNER_KEYS, observation_groups
 
     translated, refused = [], []
-    for task_id in [t for t in tasks.list_tasks() if tasks.is_isaaclab_task(t)]:
+    for task_id in [t for t in tasks.list_tasks() if tasks.kind_of(t).name == "isaaclab"]:
         for entry in tasks.agent_entry_points(task_id):
             try:
                 cfg = compose(task_id, [], agent=entry)

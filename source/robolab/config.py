@@ -122,7 +122,7 @@ def pipeline_choices(source: str, hydra_task: str | None, overrides: list[str]) 
     """The runner and algorithm a composition will pick: ``train.yaml``'s, the task's ``override``s, the command line's.
 
     Read from the defaults lists without composing, so a mismatched pair is named before the schemas of the two
-    would clash over keys. ``hydra_task=None``: a task config with no file (an Isaac Lab task's, in the ConfigStore).
+    would clash over keys. ``hydra_task=None``: a task config with no file (one in Hydra's ConfigStore).
     """
     choices: dict[str, str | None] = {"runner": None, "algorithm": None}
     for relative in ("train.yaml", *([f"task/{hydra_task}.yaml"] if hydra_task else [])):  # the task's wins
@@ -158,7 +158,7 @@ def compose(
     presets, overrides = split_preset_tokens(overrides)
     hydra_task, task_overrides = task_config(task_id, agent, presets, overrides)
     overrides = [*task_overrides, *overrides]
-    check_pipeline(*pipeline_choices(source, None if tasks.is_isaaclab_task(task_id) else hydra_task, overrides))
+    check_pipeline(*pipeline_choices(source, tasks.kind_of(task_id).task_file(hydra_task), overrides))
     try:
         init = (
             hydra.initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3", job_name="robolab")
@@ -186,22 +186,10 @@ def split_preset_tokens(overrides: list[str]) -> tuple[list[str], list[str]]:
 
 
 def task_config(task_id: str, agent: str, presets: list[str], overrides: list[str]) -> tuple[str, list[str]]:
-    """The Hydra task config of ``task_id``'s agent ``agent``, and the overrides that go before the user's.
-
-    An embedded task's is a file under ``config/task``. An Isaac Lab task's is its rsl_rl agent config class,
-    translated (``robolab.tasks.isaaclab.agent_cfg``) and stored in Hydra's ConfigStore.
-    """
-    if not tasks.is_isaaclab_task(task_id):
-        if presets:
-            raise ConfigError(
-                f"{presets[0]}: {', '.join(PRESET_TOKENS)} select Isaac Lab presets; {task_id} is an embedded "
-                "MuJoCo task (its physics: env.backend=auto|mujoco|warp)"
-            )
-        return tasks.hydra_task_name(task_id, agent), []
-    from robolab.tasks.isaaclab.agent_cfg import store_task_config
-
-    chosen = command_line_pipeline(overrides)
-    return store_task_config(task_id, agent, presets, chosen.get("runner"), chosen.get("algorithm"))
+    """The Hydra task config of ``task_id``'s agent ``agent``, and the overrides that go before the user's: the
+    task's kind decides (``TaskKind.task_config``: a file under ``config/task``, an inline agent config, or an Isaac
+    Lab rsl_rl agent class translated, both stored in Hydra's ConfigStore)."""
+    return tasks.kind_of(task_id).task_config(task_id, agent, presets, overrides)
 
 
 def check_pipeline(runner: str | None, algorithm: str | None) -> None:

@@ -9,14 +9,12 @@ import torch
 
 from robolab import checkpoint
 
-# Evaluation conditions, Isaac Lab's play settings, in the spelling both kinds of task share: no observation noise,
-# no pushes (the push event removed), one full episode per env.
-EVAL_OVERRIDES = ["env.observations.policy.enable_corruption=false", "env.events.push_robot=null"]
-
-
 def eval_overrides(task: str, num_envs: int, seed: int | None) -> list[str]:
-    """The evaluation conditions with ``task``'s env count and seed."""
-    return [*EVAL_OVERRIDES, f"env.num_envs={num_envs}", *([f"seed={seed}"] if seed is not None else [])]
+    """The evaluation conditions of ``task``'s kind (``TaskKind.eval_overrides``) with its env count and seed."""
+    from robolab import tasks
+
+    base = list(tasks.kind_of(task).eval_overrides)
+    return [*base, f"env.num_envs={num_envs}", *([f"seed={seed}"] if seed is not None else [])]
 
 
 def tracking_error(env) -> torch.Tensor:

@@ -28,7 +28,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from robolab import distributed, runs, tasks
-from robolab.config import ConfigError, agent_dict, build_env_cfg, compose, to_yaml
+from robolab.config import ConfigError, agent_dict, compose, to_yaml
 from robolab.distributed import DistributedContext
 from robolab.rsl_rl_api import resolve_callable
 
@@ -155,17 +155,9 @@ def join(task: str, overrides: list[str], device: str | None, distributed_run: b
 
 
 def env_config(task: str, job: Job, saved: dict | None = None):
-    """The embedded task's env dataclass (a run's ``saved`` env config, then ``env.*`` applied; seed, device, CPU
-    share); None for Isaac Lab."""
-    if tasks.is_isaaclab_task(task):
-        return None  # Isaac Lab builds and checks its own config when the env is opened
-    env_cfg = build_env_cfg(task, job.cfg.env, saved)
-    from robolab.envs.backends import resolve_name
-
-    env_cfg.seed, env_cfg.device = job.seed, job.device
-    env_cfg.backend.name = resolve_name(env_cfg.backend.name, job.device)  # params/env.yaml names the one that ran
-    share_cpu_cores(env_cfg, job.ctx)
-    return env_cfg
+    """The task's env config (a run's ``saved`` env config, then ``env.*`` applied; seed, device), as its kind
+    builds it; None where the env builds its own (Isaac Lab)."""
+    return tasks.kind_of(task).env_config(task, job, saved)
 
 
 def open_env(
@@ -179,24 +171,13 @@ def open_env(
 ):
     """The task's env (closed by ``closer``) and the config it was built from, for ``params/env.yaml``.
 
-    ``video`` (``VideoOptions``) configures an Isaac Lab env's own recorder; an embedded env is wrapped instead.
-    ``launcher`` (Isaac Lab's launcher arguments) and ``clip_actions`` (the agent's) are for Isaac Lab tasks.
+    ``video`` (``VideoOptions``) configures the recorder of a kind that records through its env (Isaac Lab); other
+    envs are wrapped instead. ``launcher`` (Isaac Lab's launcher arguments) and ``clip_actions`` (the agent's) go to
+    the kinds that take them.
     """
-    if env_cfg is None:
-        from robolab.tasks.isaaclab.vecenv import IsaacLabLaunch, env_config_dict, make_isaaclab_env
-
-        launch = IsaacLabLaunch(list(job.cfg.get("isaaclab_presets") or []), dict(launcher or {}))
-        env = make_isaaclab_env(task, _plain(job.cfg.env), job.device, job.seed, closer, video, launch, clip_actions)
-        return env, env_config_dict(env)
-    if clip_actions is not None:
-        raise ConfigError(
-            f"agent.clip_actions={clip_actions}: {task} is an embedded task, whose actions the env itself bounds"
-        )
-    from robolab.envs import VelocityEnv  # heavy imports after the cheap checks
-
-    env = VelocityEnv(env_cfg)
-    closer.callback(env.close)
-    return env, env_cfg
+    kind = tasks.kind_of(task)
+    kind.check_agent(task, {"clip_actions": clip_actions})
+    return kind.open_env(task, env_cfg, job, closer, video, launcher, clip_actions)
 
 
 def _plain(node: DictConfig) -> dict:
@@ -215,10 +196,8 @@ def check_obs_groups(env, agent: dict, task: str | None) -> None:
     for reader, group in wanted:
         if group in have:
             continue
-        if reader == "runner=amp" and task is not None and not tasks.is_isaaclab_task(task):
-            how = "the embedded env builds it from env.amp_terms: set the terms, e.g. the task's AMP variant's"
-        elif reader == "runner=amp":
-            how = "robolab.tasks.isaaclab.env_cfgs.add_amp_group adds robolab's AMP state to an Isaac Lab env config"
+        if reader == "runner=amp":
+            how = tasks.kind_of(task).amp_hint if task is not None else "add an amp group"
         else:
             how = f"or map the set to a group it has: {reader}=[{have[0]}]"
         raise ConfigError(
@@ -281,7 +260,7 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
     """Validate, join the process group, build env and runner, load the resume checkpoint or teacher, and only then
     create the run directory and write into it: a start that fails leaves the file system as it was."""
     if options.video:
-        _check_video(options.task)
+        tasks.kind_of(options.task).check_video()
     job = join(options.task, options.overrides() + overrides, options.device, options.distributed, options.agent)
     ctx = job.ctx
     seed_everything(job.seed)
@@ -305,7 +284,7 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
         options.checkpoint,
         distributed.launcher_restart(),
     )
-    num_envs = env_cfg.num_envs if env_cfg is not None else job.cfg.env.get("num_envs", "the task's")
+    num_envs = getattr(env_cfg, "num_envs", None) or job.cfg.env.get("num_envs", "the task's")
     print(
         f"[robolab] rank {ctx.rank}/{ctx.world_size} (local rank {ctx.local_rank}, launcher {ctx.launcher}): "
         f"device {job.device}, seed {job.seed}, {num_envs} envs"
@@ -314,10 +293,17 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
     recorder = None
     # Everything opened is closed if the start fails; on success the stack is handed to the session.
     with contextlib.ExitStack() as closer:
+        own_recorder = tasks.kind_of(options.task).own_video_recorder
         env, env_params = open_env(
-            options.task, env_cfg, job, closer, video, options.isaaclab_launcher, agent.get("clip_actions")
+            options.task,
+            env_cfg,
+            job,
+            closer,
+            video if own_recorder else None,
+            options.isaaclab_launcher,
+            agent.get("clip_actions"),
         )
-        if video is not None and env_cfg is not None:
+        if video is not None and not tasks.kind_of(options.task).own_video_recorder:
             from robolab.video import TrainingVideo
 
             env = recorder = TrainingVideo(env, video.directory, video.length, video.interval)
@@ -345,7 +331,9 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
             runner.add_git_repo_to_log(__file__)  # the git state of robolab's checkout, beside rsl_rl's
             _write_run_files(plan.run_dir, env_params, agent, closer)
             if options.export_io_descriptors:
-                _export_io_descriptors(env, plan.run_dir)
+                params_dir = os.path.join(plan.run_dir, "params")
+                tasks.kind_of(options.task).export_io_descriptors(env, params_dir)
+                print(f"[robolab] IO descriptors: {params_dir}")
         if plan.resume_checkpoint:  # after the console copy opened, so the run's console.log records it
             print(
                 f"[robolab] rank {ctx.rank}: resumed {plan.resume_checkpoint} "
@@ -364,30 +352,12 @@ class VideoOptions:
     interval: int
 
 
-def _check_video(task: str) -> None:
-    if not tasks.is_isaaclab_task(task):
-        from robolab.video import check_renderer
-
-        check_renderer()
-
-
 def _video_options(options: TrainOptions, plan: runs.RunPlan) -> VideoOptions | None:
     """Rank 0 records; the clips go to ``<run>/videos/train`` (the run is named, not yet created)."""
     if not options.video:
         return None
     run_dir = plan.run_dir or plan.planned_dir
     return VideoOptions(os.path.join(run_dir, "videos", "train"), options.video_length, options.video_interval)
-
-
-def _export_io_descriptors(env, run_dir: str) -> None:
-    """``params/io_descriptors.yaml``: the policy's inputs and outputs by name (Isaac Lab's flag)."""
-    path = os.path.join(run_dir, "params", "io_descriptors.yaml")
-    base = getattr(env, "unwrapped", env)
-    if hasattr(base, "io_descriptors"):
-        runs.write_text_atomic(path, to_yaml(base.io_descriptors()))
-    else:  # an Isaac Lab env exports its own descriptors
-        base.export_IO_descriptors(os.path.dirname(path))
-    print(f"[robolab] IO descriptors: {os.path.dirname(path)}")
 
 
 def _write_run_files(run_dir: str, env_params, agent: dict, closer: contextlib.ExitStack) -> None:
@@ -529,8 +499,9 @@ def prepare_policy(
 
 def prepare_benchmark(task: str, overrides: list[str], device: str | None, distributed_run: bool):
     """(job, env, runner, agent) for timing: no run directory, no checkpoints (``agent.save_interval`` huge)."""
-    if tasks.is_isaaclab_task(task):
-        raise ConfigError(f"--task={task}: the benchmark times the embedded tasks' physics backends only")
+    refusal = tasks.kind_of(task).benchmark_refusal(task)
+    if refusal:
+        raise ConfigError(refusal)
     job = join(task, [*overrides, "agent.save_interval=1000000"], device, distributed_run)
     agent = agent_dict(job.cfg)
     with contextlib.ExitStack() as closer:

@@ -38,14 +38,15 @@ class PolicyInterface:
     history: int = 1
 
 
-def interface_of(env) -> PolicyInterface:
-    base = getattr(env, "unwrapped", env)
-    if hasattr(base, "io_descriptors"):
-        return _embedded_interface(base.io_descriptors())
-    return _isaaclab_interface(base)
+def interface_of(task: str, env) -> PolicyInterface:
+    """The policy interface of ``task``'s env, as the task's kind reads it."""
+    from robolab import tasks
+
+    return tasks.kind_of(task).policy_interface(env)
 
 
-def _embedded_interface(io: dict) -> PolicyInterface:
+def embedded_interface(io: dict) -> PolicyInterface:
+    """From an env's ``io_descriptors()`` (robolab's velocity env, or any env that states one)."""
     policy, actions = io["observations"]["policy"], io["actions"]
     joints = list(actions["joint_names"])
     return PolicyInterface(
@@ -58,7 +59,8 @@ def _embedded_interface(io: dict) -> PolicyInterface:
     )
 
 
-def _isaaclab_interface(base) -> PolicyInterface:
+def isaaclab_interface(base) -> PolicyInterface:
+    """From an Isaac Lab manager-based env's observation and action managers."""
     manager = base.observation_manager
     names, dims = manager.active_terms["policy"], manager.group_obs_term_dim["policy"]
     group_cfg = base.cfg.observations.policy

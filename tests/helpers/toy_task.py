@@ -73,12 +73,11 @@ class PointMassTask(TaskKind):
     """Everything from ``TaskKind``'s defaults except video, which this env cannot render."""
 
     name = "point_mass"
+    viewer = False
+    eval_overrides = ()  # no noise or pushes to turn off
 
     def check_video(self) -> None:
         raise ValueError(f"--video: {TASK_ID} has no renderer")
-
-    def shows_in_viewer(self, env) -> bool:
-        return False
 
 
 AGENT = {

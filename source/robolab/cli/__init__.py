@@ -110,8 +110,8 @@ def isaaclab_launcher_args(args: argparse.Namespace) -> dict[str, object]:
         for dest, default in args.isaaclab_launcher_flags.items()
         if hasattr(args, dest) and getattr(args, dest) != default
     }
-    if given and not tasks.is_isaaclab_task(args.task):
-        raise ValueError(f"--{next(iter(given))}: an Isaac Lab launch flag; {args.task} is an embedded MuJoCo task")
+    if given and not tasks.kind_of(args.task).launcher_flags:
+        raise ValueError(f"--{next(iter(given))}: an Isaac Lab launch flag; {args.task} is not an Isaac Lab task")
     return {"headless": args.headless, "enable_cameras": args.enable_cameras, **given}
 
 

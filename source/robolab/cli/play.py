@@ -19,7 +19,6 @@ from robolab.cli import (
 )
 from robolab.config import ConfigError
 from robolab.session import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions
-from robolab.video import check_renderer
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,13 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def play(argv: list[str] | None = None) -> dict:
     args, overrides, device = parse_policy_flags(build_parser(), argv)
-    isaaclab_task = tasks.is_isaaclab_task(args.task)
-    if args.viewer and isaaclab_task:
-        raise ConfigError(f"--viewer: shows the embedded MuJoCo tasks; {args.task} plays in Isaac Lab's own visualiser")
+    kind = tasks.kind_of(args.task)
+    if args.viewer and not kind.viewer:
+        raise ConfigError(f"--viewer: shows the embedded MuJoCo tasks; {args.task} plays in its own visualiser")
     viewer_kind = viewer.pick_viewer(args.viewer) if args.viewer else None
-    if args.video and not isaaclab_task:
-        check_renderer()
-    video_for = _isaaclab_video(args) if args.video and isaaclab_task else None
+    if args.video:
+        kind.check_video()
+    own_recorder = args.video and kind.own_video_recorder
+    video_for = _own_recorder_video(args) if own_recorder else None
     session = open_policy(args, overrides, device, video_for)
     with session.closer:
         runner, env = session.runner, session.env
@@ -76,7 +76,7 @@ def play(argv: list[str] | None = None) -> dict:
             result.update(_watch(env, policy, viewer_kind, args, steps))
         else:
             result.update(evaluation.evaluate(env, policy, steps, real_time=args.real_time))
-        if args.video and not isaaclab_task:
+        if args.video and not own_recorder:
             video = os.path.join(run_dir, "videos", "play", "play.mp4")
             policy.reset()  # a fresh memory for the clip's own rollout
             result["video"] = evaluation.record_video(env, policy, video, args.video_length)
@@ -103,7 +103,7 @@ def _watch(env, policy, kind: str, args: argparse.Namespace, steps: int | None) 
     return {**result, "viewer": kind, "viewer_frames": shown.frames}
 
 
-def _isaaclab_video(args: argparse.Namespace):
+def _own_recorder_video(args: argparse.Namespace):
     def video_for(checkpoint_path: str) -> VideoOptions:
         run_dir = os.path.dirname(os.path.abspath(checkpoint_path))
         return VideoOptions(os.path.join(run_dir, "videos", "play"), args.video_length, args.video_length * 1000)

@@ -61,7 +61,7 @@ def run(argv: list[str] | None = None) -> dict:
         return os.path.join(run_dir, "sim2sim", "videos", f"{side}_{task}")
 
     def isaaclab_video(side: str, task: str, checkpoint_path: str) -> VideoOptions | None:
-        if not (args.video and tasks.is_isaaclab_task(task)):
+        if not (args.video and tasks.kind_of(task).own_video_recorder):
             return None
         return VideoOptions(video_dir(checkpoint_path, side, task), args.video_length, args.video_length * 1000)
 
@@ -74,9 +74,9 @@ def run(argv: list[str] | None = None) -> dict:
     )
     with source.closer:
         policy = source.runner.get_inference_policy(device=device)
-        source_interface = sim2sim.interface_of(source.env)
+        source_interface = sim2sim.interface_of(args.task, source.env)
         steps = args.steps or int(source.env.max_episode_length)
-        env = recorded(source.env, args, video_dir(source.checkpoint, "source", args.task), source.closer)
+        env = recorded(source.env, args, args.task, video_dir(source.checkpoint, "source", args.task), source.closer)
         in_source = sim2sim.judge(env, policy, steps, gaits, feet)
     policy.reset()
     job = join(
@@ -85,8 +85,8 @@ def run(argv: list[str] | None = None) -> dict:
     with contextlib.ExitStack() as closer:
         target_video = isaaclab_video("target", args.target, source.checkpoint)
         env, _ = open_env(args.target, env_config(args.target, job), job, closer, target_video)
-        env = recorded(env, args, video_dir(source.checkpoint, "target", args.target), closer)
-        target_interface = sim2sim.interface_of(env)
+        env = recorded(env, args, args.target, video_dir(source.checkpoint, "target", args.target), closer)
+        target_interface = sim2sim.interface_of(args.target, env)
         mapped = sim2sim.MappedPolicy(policy, source_interface, target_interface, device)
         in_target = sim2sim.judge(env, mapped, steps, gaits, feet)
     result = {
@@ -106,9 +106,9 @@ def run(argv: list[str] | None = None) -> dict:
     return result
 
 
-def recorded(env, args: argparse.Namespace, directory: str, closer: contextlib.ExitStack):
-    """The embedded env recording its first ``--video_length`` steps (an Isaac Lab env records through its own)."""
-    if not args.video or not hasattr(env, "backend"):
+def recorded(env, args: argparse.Namespace, task: str, directory: str, closer: contextlib.ExitStack):
+    """The env recording its first ``--video_length`` steps (a kind with its own recorder records through it)."""
+    if not args.video or tasks.kind_of(task).own_video_recorder:
         return env
     from robolab.video import TrainingVideo
 

@@ -12,6 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 
+from hydra.core.config_store import ConfigStore
+
+STORE_PREFIX = "robolab_inline__"
+"""Hydra's ConfigStore name prefix of a task's inline agent config."""
+
 
 class TaskKind:
     """The defaults are the embedded tasks'; a kind overrides what differs."""
@@ -21,6 +26,11 @@ class TaskKind:
     """Takes Isaac Lab's launcher flags (``--visualizer``, ``--kit_args`` ...)."""
     own_video_recorder = False
     """Records ``--video`` through the env's own recorder (given to ``open_env``) instead of robolab's wrapper."""
+    eval_overrides: tuple[str, ...] = ("env.observations.policy.enable_corruption=false", "env.events.push_robot=null")
+    """Evaluation conditions, Isaac Lab's play settings in the spelling robolab's and Isaac Lab's velocity tasks share:
+    no observation noise, no pushes (the push event removed where the task has one)."""
+    viewer = True
+    """``play.py --viewer`` can show it (MuJoCo's window or the web viewer, from the MuJoCo backend's models)."""
     amp_hint = "the embedded env builds it from env.amp_terms: set the terms, e.g. the task's AMP variant's"
     """How to give the env an ``amp`` observation group (the missing-group error's hint)."""
 
@@ -29,31 +39,43 @@ class TaskKind:
         """The Hydra task config of ``task_id``'s agent entry point ``agent`` and the overrides that go before the
         user's (the task's pipeline and seed, where it has them)."""
         from robolab import tasks
-        from robolab.config import PRESET_TOKENS, ConfigError
+        from robolab.config import PIPELINES, PRESET_TOKENS, ConfigError, command_line_pipeline
 
         if presets:
             raise ConfigError(
                 f"{presets[0]}: {', '.join(PRESET_TOKENS)} select Isaac Lab presets; {task_id} is an embedded "
                 "MuJoCo task (its physics: env.backend=auto|mujoco|warp)"
             )
-        return tasks.hydra_task_name(task_id, agent), []
+        entry = tasks.agent_config(task_id, agent)
+        if isinstance(entry, str):
+            return entry, []
+        runner = entry.get("runner", "on_policy")
+        if runner not in PIPELINES:
+            raise ConfigError(f"{task_id} {agent}: runner={runner!r}: allowed: {', '.join(PIPELINES)}")
+        name = f"{STORE_PREFIX}{task_id}__{agent}"
+        ConfigStore.instance().store(
+            group="task", name=name, node={"task_id": task_id, "agent": entry.get("agent", {})}, package="_global_"
+        )
+        chosen = command_line_pipeline(overrides)
+        return name, [] if chosen else [f"runner={runner}", f"algorithm={PIPELINES[runner]}"]
 
     def task_file(self, hydra_task: str) -> str | None:
         """The file under ``config/task`` the Hydra task config is, if it is one (its defaults pick the pipeline)."""
-        return hydra_task if not hydra_task.startswith("robolab_store__") else None
+        return None if hydra_task.startswith(STORE_PREFIX) else hydra_task
 
     def env_config(self, task_id: str, job, saved: dict | None = None):
         """The env config (a dataclass): the task's, a run's ``saved`` ``params/env.yaml``, then ``env.*``."""
         from robolab.config import build_env_cfg
 
         env_cfg = build_env_cfg(task_id, job.cfg.env, saved)
-        for name, value in (("seed", job.seed), ("device", job.device), ("num_envs", None)):
-            if value is not None and hasattr(env_cfg, name):
-                setattr(env_cfg, name, value)
+        env_cfg.seed, env_cfg.device = job.seed, job.device
         return env_cfg
 
-    def open_env(self, task_id: str, env_cfg, job, closer: contextlib.ExitStack, video=None, launcher=None):
-        """The env (closed by ``closer``) and the config to record as ``params/env.yaml``."""
+    def open_env(
+        self, task_id: str, env_cfg, job, closer: contextlib.ExitStack, video=None, launcher=None, clip_actions=None
+    ):
+        """The env (closed by ``closer``) and the config to record as ``params/env.yaml``. ``video`` and ``launcher``
+        are for a kind with its own recorder and launcher; ``clip_actions`` is the agent's (``check_agent``)."""
         from robolab import tasks
 
         env = tasks.env_class(task_id)(env_cfg)
@@ -87,10 +109,6 @@ class TaskKind:
 
         return sim2sim.embedded_interface(_base(env).io_descriptors())
 
-    def shows_in_viewer(self, env) -> bool:
-        """``play.py --viewer`` can show it (MuJoCo's window or the web viewer need the MuJoCo backend's models)."""
-        return hasattr(_base(env), "backend")
-
     def benchmark_refusal(self, task_id: str) -> str | None:
         """Why ``benchmark.py`` cannot time it, or None."""
         return None
@@ -115,6 +133,7 @@ class IsaacLabTask(TaskKind):
     name = "isaaclab"
     launcher_flags = True
     own_video_recorder = True
+    viewer = False
     amp_hint = "robolab.tasks.isaaclab.env_cfgs.add_amp_group adds robolab's AMP state to an Isaac Lab env config"
 
     def task_config(self, task_id, agent, presets, overrides):
@@ -151,9 +170,6 @@ class IsaacLabTask(TaskKind):
         from robolab import sim2sim
 
         return sim2sim.isaaclab_interface(env.unwrapped)
-
-    def shows_in_viewer(self, env) -> bool:
-        return False
 
     def benchmark_refusal(self, task_id: str) -> str | None:
         return f"--task={task_id}: the benchmark times the embedded tasks' physics backends only"

@@ -1,19 +1,26 @@
-"""Task ids -> (env config, agent config), kept in gymnasium's registry like Isaac Lab's tasks.
+"""Task ids -> (env config, agent config, kind), kept in gymnasium's registry like Isaac Lab's tasks.
 
-robolab's embedded tasks (``RoboLab-*``) are registered with gymnasium; their kwargs name the env-config entry
-point (a dataclass factory) and the Hydra task config (``config/task/<name>.yaml``) that carries the task's agent
-settings. Isaac Lab tasks, Isaac Lab's own, robolab's ``RoboLab-Isaac-*`` and those of any extension registered
-through the ``isaaclab.tasks`` entry point, carry Isaac Lab's kwargs instead: their agent is the rsl_rl config
-class an ``*_cfg_entry_point`` names, translated by ``robolab.tasks.isaaclab.agent_cfg``.
+robolab's tasks are registered with gymnasium; their kwargs name the env-config entry point (a dataclass factory),
+the agent configs (a Hydra task config under ``config/task``, or an inline dict) and the task's kind
+(``robolab.tasks.interface``: how the session builds, opens and records it). Isaac Lab tasks, Isaac Lab's own,
+robolab's ``RoboLab-Isaac-*`` and those of any extension registered through the ``isaaclab.tasks`` entry point,
+carry Isaac Lab's kwargs instead: their agent is the rsl_rl config class an ``*_cfg_entry_point`` names, translated
+by ``robolab.tasks.isaaclab.agent_cfg``.
+
+Task packages are discovered, not listed: every sub-package of ``robolab.tasks.velocity`` (one robot per folder),
+the packages of installed distributions that declare a ``robolab.tasks`` entry point, and those named in
+``$ROBOLAB_TASK_PACKAGES`` (comma-separated importable packages, for a package that is not installed).
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 
 import gymnasium as gym
 
@@ -22,25 +29,35 @@ DEFAULT_AGENT = "rsl_rl_cfg_entry_point"
 """Isaac Lab's name for a task's rsl_rl agent config (``--agent`` picks another of the task's entry points)."""
 ISAACLAB_TASKS_GROUP = "isaaclab.tasks"
 """The entry point group through which Isaac Lab's CLI finds the task packages of installed extensions."""
+TASKS_GROUP = "robolab.tasks"
+"""The entry point group of installed packages with robolab tasks (``robolab.tasks = mypkg.tasks``)."""
+PACKAGES_VARIABLE = "ROBOLAB_TASK_PACKAGES"
+VELOCITY_KIND = "robolab.tasks.interface:VelocityTask"
+ISAACLAB_KIND = "robolab.tasks.interface:IsaacLabTask"
 
 
 def register_task(
     task_id: str,
     env_cfg_entry_point: str,
-    hydra_task: str | None,
-    description: str,
+    hydra_task: str | dict | None = None,
+    description: str = "",
     entry_point: str = "robolab.envs:VelocityEnv",
     extra: dict | None = None,
-    agents: dict[str, str] | None = None,
+    agents: dict[str, str | dict] | None = None,
+    kind: str = VELOCITY_KIND,
 ) -> None:
     """Register ``task_id``; ``extra`` kwargs are for other frameworks (Isaac Lab's agent entry points).
 
-    ``agents`` maps further agent entry point names (``--agent``) to Hydra task configs; the default one,
-    ``rsl_rl_cfg_entry_point``, is ``hydra_task``. ``hydra_task=None``: an Isaac Lab task whose agent configs are
-    its ``*_cfg_entry_point`` classes in ``extra``.
+    ``agents`` maps agent entry point names (``--agent``) to agent configs; ``hydra_task`` is the default one,
+    ``rsl_rl_cfg_entry_point``. An agent config is the name of a Hydra task config (``config/task/<name>.yaml``) or
+    an inline dict ``{"runner": "on_policy" | "amp" | "distillation", "agent": {...agent.* values}}``. ``kind``
+    (``module:Class``, a ``robolab.tasks.interface.TaskKind``) says how a session builds and opens the task.
+    An Isaac Lab task gives no agents (its agents are its ``*_cfg_entry_point`` classes in ``extra``) and
+    ``kind=ISAACLAB_KIND``.
     """
     if task_id in gym.registry:
         return
+    agents = {**({DEFAULT_AGENT: hydra_task} if hydra_task is not None else {}), **(agents or {})}
     gym.register(
         id=task_id,
         entry_point=entry_point,
@@ -48,15 +65,44 @@ def register_task(
         kwargs={
             "env_cfg_entry_point": env_cfg_entry_point,
             "description": description,
-            **({"robolab_agents": {DEFAULT_AGENT: hydra_task, **(agents or {})}} if hydra_task else {}),
+            "robolab_kind": kind,
+            **({"robolab_agents": agents} if agents else {}),
             **(extra or {}),
         },
     )
 
 
-def is_isaaclab_task(task_id: str) -> bool:
-    """An Isaac Lab task (its env is Isaac Lab's, its agent an rsl_rl config class), not an embedded one."""
-    return "robolab_agents" not in task_kwargs(task_id)
+def kind_of(task_id: str):
+    """The task's ``TaskKind``: the one it was registered with, Isaac Lab's for a task robolab did not register."""
+    spec_kind = task_kwargs(task_id).get("robolab_kind", ISAACLAB_KIND)
+    return _instance(spec_kind)
+
+
+@functools.cache
+def _instance(path: str):
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)()
+
+
+def env_class(task_id: str):
+    """The env class a task's gymnasium entry point names (``module:Class``)."""
+    entry = gym.spec(task_id).entry_point
+    if callable(entry):
+        return entry
+    module, _, name = str(entry).partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def load_task_packages() -> None:
+    """Import the task packages of installed distributions (``robolab.tasks`` entry points) and of
+    ``$ROBOLAB_TASK_PACKAGES`` (imports are cached: calling again costs nothing)."""
+    for entry_point in importlib.metadata.entry_points(group=TASKS_GROUP):
+        entry_point.load()
+    for name in filter(None, (p.strip() for p in os.environ.get(PACKAGES_VARIABLE, "").split(","))):
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            raise ValueError(f"${PACKAGES_VARIABLE}: cannot import the task package {name!r} ({err})") from None
 
 
 def isaaclab_installed() -> bool:
@@ -82,13 +128,17 @@ def _trainable(spec) -> bool:
 
 
 def list_tasks() -> list[str]:
-    """robolab's task ids and, where Isaac Lab is installed, every Isaac Lab task id (robolab's first)."""
+    """robolab's task ids, the discovered packages' and, where Isaac Lab is installed, every Isaac Lab task id
+    (robolab's first)."""
+    load_task_packages()
     load_isaaclab_tasks()
     ids = [spec.id for spec in gym.registry.values() if _trainable(spec)]
     return sorted(ids, key=lambda i: (not i.startswith(PREFIX), i))
 
 
 def task_kwargs(task_id: str) -> dict:
+    if task_id not in gym.registry:
+        load_task_packages()  # a task of an installed or named package
     if task_id not in gym.registry and not task_id.startswith(PREFIX):
         load_isaaclab_tasks()  # an Isaac Lab id, or one of an installed extension's
     if task_id not in gym.registry or not _trainable(gym.spec(task_id)):
@@ -112,8 +162,8 @@ def load_env_cfg(task_id: str):
     return getattr(importlib.import_module(module_name), attr)()
 
 
-def hydra_task_name(task_id: str, agent: str = DEFAULT_AGENT) -> str:
-    """The Hydra task config of an embedded task's agent entry point ``agent``."""
+def agent_config(task_id: str, agent: str = DEFAULT_AGENT) -> str | dict:
+    """A robolab task's agent config of entry point ``agent``: a Hydra task config's name, or an inline dict."""
     agents = task_kwargs(task_id)["robolab_agents"]
     if agent not in agents:
         raise ValueError(f"--agent={agent!r}: {task_id} has the agent configs {', '.join(sorted(agents))}")

@@ -10,7 +10,7 @@ runners, as it does any Isaac Lab task. Isaac Lab finds this module through the 
 
 from __future__ import annotations
 
-from robolab.tasks.registry import isaaclab_installed, register_task
+from robolab.tasks.registry import ISAACLAB_KIND, isaaclab_installed, register_task
 
 ROBOTS = ("Go2", "AnymalD", "G1")  # env configs in env_cfgs.py, agents in agents.py
 
@@ -21,7 +21,7 @@ def register_isaaclab_tasks() -> None:
             register_task(
                 f"RoboLab-Isaac-Velocity-{terrain}-{robot}",
                 env_cfg_entry_point=f"robolab.tasks.isaaclab.env_cfgs:{robot}{terrain}EnvCfg",
-                hydra_task=None,
+                kind=ISAACLAB_KIND,
                 description=f"Isaac Lab {terrain.lower()} velocity tracking, {robot} (robolab groups and runners)",
                 entry_point="isaaclab.envs:ManagerBasedRLEnv",
                 extra={
