@@ -9,6 +9,7 @@ import torch
 
 from robolab import checkpoint
 
+
 def eval_overrides(task: str, num_envs: int, seed: int | None) -> list[str]:
     """The evaluation conditions of ``task``'s kind (``TaskKind.eval_overrides``) with its env count and seed."""
     from robolab import tasks

@@ -21,6 +21,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
+from typing import Any
 
 import gymnasium as gym
 
@@ -84,7 +85,7 @@ def _instance(path: str):
     return getattr(importlib.import_module(module), name)()
 
 
-def env_class(task_id: str):
+def env_class(task_id: str) -> Any:
     """The env class a task's gymnasium entry point names (``module:Class``)."""
     entry = gym.spec(task_id).entry_point
     if callable(entry):
