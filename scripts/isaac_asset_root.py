@@ -1,8 +1,8 @@
-"""Write an offline Isaac Lab asset root; see robolab.tasks.isaaclab.assets (needs Isaac Lab's Python)."""
+"""Write an offline Isaac Lab asset root; see robolab.cli.isaac_asset_root (needs Isaac Lab's Python)."""
 
 import sys
 
-from robolab.tasks.isaaclab.assets import main
+from robolab.cli.isaac_asset_root import main
 
 if __name__ == "__main__":
     sys.exit(main())

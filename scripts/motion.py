@@ -3,7 +3,7 @@
 
 import sys
 
-from robolab.amp.cli import main
+from robolab.cli.motion import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from robolab import checkpoint
+from robolab import checkpoint, files
 
 
 def test_interrupted_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
@@ -19,7 +19,7 @@ def test_interrupted_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
         raise KeyboardInterrupt  # the process is stopped mid-write
 
     with pytest.raises(KeyboardInterrupt):
-        checkpoint.atomic_write(path, crash)
+        files.atomic_write(path, crash)
     assert checkpoint.load(path)["iter"] == 3
     assert os.listdir(tmp_path) == ["model_3.pt"]
 

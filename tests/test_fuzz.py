@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from robolab.amp.cli import main as motion_main
+from robolab.cli.motion import main as motion_main
 from robolab.cli.train import main as train_main
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

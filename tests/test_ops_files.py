@@ -50,7 +50,7 @@ def check_train_command(command: str) -> None:
 def test_compose_file_validates_and_its_commands_parse():
     services = compose_config(
         NPROC_PER_NODE="2",
-        TRAIN_ARGS="--num_envs 64 agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time=0.5",
+        TRAIN_ARGS="--num_envs 64 agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time.weight=0.5",
         NNODES="2",
         NODE_RANK="1",
         MASTER_ADDR="10.1.2.3",

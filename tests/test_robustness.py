@@ -297,7 +297,7 @@ def write_clip(path: Path, **changes) -> Path:
     ],
 )
 def test_bad_motion_files_are_one_line_errors(tmp_path, capsys, changes, message):
-    from robolab.amp.cli import main as motion_main
+    from robolab.cli.motion import main as motion_main
 
     path = write_clip(tmp_path / "clip.npz", **changes)
     assert motion_main(["inspect", str(path)]) == 2
@@ -305,7 +305,7 @@ def test_bad_motion_files_are_one_line_errors(tmp_path, capsys, changes, message
 
 
 def test_a_text_file_named_npz_is_not_called_pickled_data(tmp_path, capsys):
-    from robolab.amp.cli import main as motion_main
+    from robolab.cli.motion import main as motion_main
 
     path = tmp_path / "clip.npz"
     path.write_text("frame,hip\n0,0.1\n")

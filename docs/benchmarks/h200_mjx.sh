@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RECORD, not runnable on main: it passes env.backend=mjx, the MJX backend retired in commit 8654615 (MuJoCo Warp
+# replaced it: docs/benchmarks/h200_warp.sh). Kept as the exact commands behind the JSON it produced; it runs on commit 457b601.
 # MJX on H200 GPUs (issue 6), as run through the device tool on a 2 x H200 machine.
 #   bash docs/benchmarks/h200_mjx.sh single   # GPU 0: time to walk on one GPU; GPU 1: 4k/16k/65k-env benchmarks
 #   bash docs/benchmarks/h200_mjx.sh dual     # 2-GPU scaling at 16k envs per GPU, then time to walk on two GPUs

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RECORD, not runnable on main: it passes env.backend=mjx, the MJX backend retired in commit 8654615 (MuJoCo Warp
+# replaced it: docs/benchmarks/h200_warp.sh). Kept as the exact commands behind the JSON it produced; it runs on commit 457b601.
 # Published robot models with their own solver options on the GPU backend (issue 18), as run through the device
 # tool on one H200: gymnasium's Ant (RK4, 0.01 s step) trained on MJX (GPU) and on MuJoCo C (the host's CPU) with
 # the same envs, seed and iterations; gymnasium's Humanoid (PGS solver) on MJX, which must be refused up front.

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RECORD, not runnable on main: it passes env.backend=mjx, the MJX backend retired in commit 8654615 (MuJoCo Warp
+# replaced it: docs/benchmarks/h200_warp.sh). Kept as the exact commands behind the JSON it produced; it runs on commit 457b601.
 # Sim2Sim source policy (issue 17): the Go2 task trained on MJX on one H200 (4096 envs, ITERS iterations, seed 1);
 # the run's checkpoint and params come back for scripts/sim2sim.py to judge in MuJoCo C and Isaac Lab's Newton.
 #   bash docs/benchmarks/h200_sim2sim_train.sh     (results in $OUT, default ./h200_out)

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RECORD, not runnable on main: it passes env.backend=mjx, the MJX backend retired in commit 8654615 (MuJoCo Warp
+# replaced it: docs/benchmarks/h200_warp.sh). Kept as the exact commands behind the JSON it produced; it runs on commit 457b601.
 # Sweeps side by side on a multi-GPU node (issue 15), as run through the device tool on 2 x H200: the same 2-point
 # sweep (seed=1,2; MJX physics on the GPU) one job after another (--jobs_per_node 1) and side by side (default: one
 # job per GPU), with nvidia-smi sampling which GPU each job's process runs on. The compile cache is warmed first so

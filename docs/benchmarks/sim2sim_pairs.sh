@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RECORD, not runnable on main: it passes env.backend=mjx, the MJX backend retired in commit 8654615 (MuJoCo Warp
+# replaced it: docs/benchmarks/h200_warp.sh). Kept as the exact commands behind the JSON it produced; it runs on commit 457b601.
 # Sim2Sim pairs (issue 17), run on a 2-core CPU in the Isaac Lab 3.0 venv (kitless Newton) with robolab installed:
 #  1. the Go2 policy trained on MJX on one H200 (h200_sim2sim_train.sh, 200 iterations) judged in MuJoCo C (its
 #     task's env on the CPU) and in Isaac Lab's Newton (RoboLab-Isaac-Velocity-Flat-Go2);

@@ -1,50 +1,21 @@
-"""Checkpoint files: atomic writes, safe loads, their identity, and finding what to resume from."""
+"""Checkpoint files: atomic saves (``robolab.files``), safe loads, their identity, and finding what to resume from."""
 
 from __future__ import annotations
 
 import os
 import re
-import tempfile
-from collections.abc import Callable
-from typing import IO, Any
+from typing import Any
 
 import torch
+
+from robolab.errors import first_line
+from robolab.files import atomic_write
 
 CHECKPOINT_PATTERN = re.compile(r"^model_(\d+)\.pt$")
 
 
 class CheckpointError(ValueError):
     """A file that is not a usable checkpoint, or one of another run's kind; the message names it and why."""
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: str, write: Callable[[IO], None], binary: bool = True) -> None:
-    """Write a file so that ``path`` is either the old file or the complete new one.
-
-    ``write`` fills a temporary file in the same directory, which is flushed to disk and only then renamed over
-    ``path``; a crash mid-write leaves a stray ``.tmp`` file that ``latest_checkpoint`` never picks.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        # mkstemp creates the file 0600; the result should be readable as any file this process writes (teammates,
-        # a TensorBoard server), so it gets the mode open() would give it under the process umask.
-        os.chmod(tmp, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb" if binary else "w") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def save_atomic(obj: Any, path: str) -> None:
@@ -62,7 +33,7 @@ def load(path: str, map_location: str | torch.device | None = None) -> dict:
     try:
         loaded = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # zip, unpickling and EOF errors alike
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        reason = first_line(err)
         raise CheckpointError(
             f"checkpoint {path!r} is not a readable checkpoint (truncated, another format, or unsafe pickled code): "
             f"{reason[:200]}"

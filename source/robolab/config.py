@@ -22,6 +22,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from robolab import tasks
 from robolab.envs.velocity_env_cfg import RENAMED, TERM_TABLES
+from robolab.errors import all_lines, first_line
 from robolab.rl_cfg import AgentConfigError, register_schemas
 
 CONFIG_MODULE = "robolab.hydra_configs"
@@ -52,10 +53,10 @@ def config_source() -> str:
 
 def _one_line(err: BaseException) -> str:
     """The error and its cause on one line (Hydra puts the reason a value was refused in the cause)."""
-    text = "; ".join(line.strip() for line in str(err).strip().splitlines() if line.strip())
+    text = all_lines(err)
     cause = err.__cause__
     if cause is not None and str(cause).strip():
-        text += f": {str(cause).strip().splitlines()[0]}"
+        text += f": {first_line(cause)}"
     return text
 
 

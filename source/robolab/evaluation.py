@@ -1,13 +1,10 @@
-"""Evaluating a trained policy: tracking error and falls over fresh episodes, and a rendered video."""
+"""Evaluating a trained policy: tracking error and falls over fresh episodes."""
 
 from __future__ import annotations
 
-import os
 import time
 
 import torch
-
-from robolab import checkpoint
 
 
 def eval_overrides(task: str, num_envs: int, seed: int | None) -> list[str]:
@@ -65,36 +62,3 @@ def evaluate(env, policy, steps: int | None, real_time: bool = False, on_step=No
         "lin_vel_tracking_error": float(torch.stack(errors).mean()),
         "fall_rate": float(fell.float().mean()),
     }
-
-
-def record_video(env, policy, path: str, frames: int) -> str:
-    from robolab.video import ClipWriter, FrameRenderer
-
-    renderer, clip = FrameRenderer(env), ClipWriter(path, fps=round(1.0 / env.step_dt))
-    obs = env.get_observations()
-    with torch.inference_mode():
-        for _ in range(frames):
-            obs, *_ = env.step(policy(obs))
-            clip.append(renderer.frame())
-    renderer.close()
-    return clip.close()
-
-
-def export_policy(runner, export_dir: str) -> list[str]:
-    """``policy.onnx`` (one self-contained file: rsl_rl's export may leave the weights in a ``.data`` sidecar,
-    which a copy of the ``.onnx`` alone would lose) and ``policy.pt`` (TorchScript) in ``export_dir``."""
-    import onnx
-
-    onnx_path, jit_path = os.path.join(export_dir, "policy.onnx"), os.path.join(export_dir, "policy.pt")
-    runner.export_policy_to_onnx(export_dir, "policy.onnx")
-    model = onnx.load(onnx_path)  # reads any external data beside it
-
-    def write(f) -> None:
-        f.write(model.SerializeToString())
-
-    checkpoint.atomic_write(onnx_path, write)
-    sidecar = onnx_path + ".data"
-    if os.path.exists(sidecar):
-        os.remove(sidecar)
-    runner.export_policy_to_jit(export_dir, "policy.pt")
-    return [onnx_path, jit_path]

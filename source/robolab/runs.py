@@ -5,11 +5,13 @@ Runs live where Isaac Lab's tools look for them: ``<log_root>/<experiment>/<time
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
 from dataclasses import dataclass
 
-from robolab import checkpoint
+from robolab import checkpoint, files
 
 
 @dataclass
@@ -221,8 +223,17 @@ def saved_params(run_dir: str) -> tuple[dict | None, dict | None]:
     return found[0], found[1]
 
 
-def write_text_atomic(path: str, text: str) -> None:
-    def write(f) -> None:
-        f.write(text)
+def write_run_files(run_dir: str, env_yaml: str, agent_yaml: str, closer: contextlib.ExitStack) -> None:
+    """Rank 0's copy of the console, ``params/env.yaml`` and ``params/agent.yaml``."""
+    console = ConsoleLog(os.path.join(run_dir, "console.log"), sys.stdout)
+    sys.stdout = console
+    closer.callback(_restore_stdout, console)
+    files.write_text_atomic(os.path.join(run_dir, "params", "env.yaml"), env_yaml)
+    files.write_text_atomic(os.path.join(run_dir, "params", "agent.yaml"), agent_yaml)
+    print(f"[robolab] run directory: {run_dir}")
 
-    checkpoint.atomic_write(path, write, binary=False)
+
+def _restore_stdout(console: ConsoleLog) -> None:
+    console.file.close()
+    if sys.stdout is console:
+        sys.stdout = console.stream

@@ -19,109 +19,20 @@ import json
 import os
 import random
 import signal
-import sys
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from robolab import distributed, runs, tasks
+from robolab import distributed, files, runs, tasks
 from robolab.config import ConfigError, agent_dict, compose, to_yaml
 from robolab.distributed import DistributedContext
-from robolab.rsl_rl_api import resolve_callable
-
-DEFAULT_TASK = "RoboLab-Velocity-Flat-Go2-v0"
-DEFAULT_LOG_ROOT = os.path.join("logs", "rsl_rl")  # where Isaac Lab's scripts and tools look
-
-
-DEFAULT_AGENT = tasks.DEFAULT_AGENT
-LOGGERS = ("tensorboard", "wandb", "neptune")
-_LOGGER_ENV = {"neptune": ("NEPTUNE_API_TOKEN", "NEPTUNE_USERNAME")}  # what rsl_rl's Neptune writer reads
-_LOG_WRITERS = {"wandb": ("WandbLogWriter", "wandb"), "neptune": ("NeptuneLogWriter", "neptune")}
-
-
-@dataclass
-class TrainOptions:
-    """The launch flags of ``train.py`` (everything else is a Hydra override); Isaac Lab's names and meanings."""
-
-    task: str = DEFAULT_TASK
-    agent: str = DEFAULT_AGENT
-    num_envs: int | None = None
-    max_iterations: int | None = None
-    seed: int | None = None
-    device: str | None = None
-    distributed: bool = False
-    log_root: str = DEFAULT_LOG_ROOT
-    experiment_name: str | None = None
-    run_name: str | None = None
-    resume: str | None = None
-    load_run: str | None = None
-    checkpoint: str | None = None
-    logger: str | None = None
-    log_project_name: str | None = None
-    video: bool = False
-    video_length: int = 200
-    video_interval: int = 2000
-    export_io_descriptors: bool = False
-    check_replication_every: int | None = None
-    teacher_checkpoint: str | None = None
-    isaaclab_launcher: dict = dataclasses.field(default_factory=dict)
-    """Isaac Lab tasks: the launcher arguments (``--headless``, ``--enable_cameras``, ``--visualizer``, ...)."""
-
-    @classmethod
-    def from_namespace(cls, args) -> TrainOptions:
-        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
-
-    def overrides(self) -> list[str]:
-        """The flags that are config values, as Hydra overrides (they win over the task's defaults)."""
-        for name in ("num_envs", "max_iterations", "video_length", "video_interval"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ConfigError(f"--{name}={value}: must be a positive integer")
-        if self.seed is not None and self.seed < -1:
-            raise ConfigError(f"--seed={self.seed}: must be >= 0, or -1 for a random seed")
-        if self.logger is not None and self.logger not in LOGGERS:
-            raise ConfigError(f"--logger={self.logger!r}: allowed: {', '.join(LOGGERS)}")
-        flags = {
-            "env.num_envs": self.num_envs,
-            "seed": self.seed,
-            "agent.experiment_name": self.experiment_name,
-            "agent.run_name": self.run_name,
-            "distributed.check_replication_every": self.check_replication_every,
-        }
-        return [f"{key}={value}" for key, value in flags.items() if value is not None]
-
-
-def log_writer_cfg(logger, project: str | None, experiment: str):
-    """rsl_rl's ``logger`` entry for ``--logger``/``agent.logger``: ``tensorboard``, or the wandb/neptune writer dict
-    (project: ``--log_project_name``, else the experiment name). A missing package is a one-line error now, not
-    after the env is built."""
-    if isinstance(logger, dict):
-        name = {"WandbLogWriter": "wandb", "NeptuneLogWriter": "neptune"}.get(str(logger.get("class_name")))
-        if name is not None:
-            _require_logger_package(name)
-        return logger
-    if logger in (None, "tensorboard"):
-        return "tensorboard"
-    if logger not in _LOG_WRITERS:
-        raise ConfigError(f"agent.logger={logger!r}: allowed: {', '.join(LOGGERS)}, or a writer dict with class_name")
-    writer, package = _LOG_WRITERS[logger]
-    _require_logger_package(package)
-    return {"class_name": writer, "project_name": project or experiment}
-
-
-def _require_logger_package(package: str) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec(package) is None:
-        raise ConfigError(
-            f"--logger {package}: the {package} package is not installed (pip install 'robolab[{package}]')"
-        )
-    missing = [v for v in _LOGGER_ENV.get(package, ()) if not os.environ.get(v)]
-    if missing:  # rsl_rl's writer would raise only once training starts
-        raise ConfigError(f"--logger {package}: set {' and '.join(missing)} (NEPTUNE_MODE=offline logs locally)")
+from robolab.launch import DEFAULT_AGENT, TrainOptions, VideoOptions, log_writer_cfg
+from robolab.rsl_rl_api import VecEnv, resolve_callable
+from robolab.runners import OnPolicyRunner
+from robolab.video import TrainingVideo
 
 
 # --- the three steps every program takes ------------------------------------------------------------------
@@ -249,8 +160,11 @@ class TrainingSession:
     task_id: str
     ctx: DistributedContext
     plan: runs.RunPlan
-    env: object
-    runner: object
+    env: VecEnv | TrainingVideo
+    """The task's env (an rsl_rl ``VecEnv``; robolab's ``VelocityEnv``, an Isaac Lab env wrapped, or a user's), or on
+    rank 0 with ``--video`` the recorder that wraps it and stands in for it."""
+    runner: OnPolicyRunner
+    """robolab's runner (``OnPolicyRunner`` or its ``AMPRunner`` / ``DistillationRunner`` subclasses)."""
     max_iterations: int
     closer: contextlib.ExitStack
     """Closes the env (and, for an Isaac Lab task, the simulation) and rank 0's console copy."""
@@ -329,7 +243,7 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
                 recorder.directory = os.path.join(plan.run_dir, "videos", "train")
             runner.logger.set_log_dir(plan.run_dir)
             runner.add_git_repo_to_log(__file__)  # the git state of robolab's checkout, beside rsl_rl's
-            _write_run_files(plan.run_dir, env_params, agent, closer)
+            runs.write_run_files(plan.run_dir, to_yaml(env_params), to_yaml(agent), closer)
             if options.export_io_descriptors:
                 params_dir = os.path.join(plan.run_dir, "params")
                 tasks.kind_of(options.task).export_io_descriptors(env, params_dir)
@@ -345,35 +259,12 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
     return TrainingSession(options.task, ctx, plan, env, runner, schedule.final, closer)
 
 
-@dataclass
-class VideoOptions:
-    directory: str
-    length: int
-    interval: int
-
-
 def _video_options(options: TrainOptions, plan: runs.RunPlan) -> VideoOptions | None:
     """Rank 0 records; the clips go to ``<run>/videos/train`` (the run is named, not yet created)."""
     if not options.video:
         return None
     run_dir = plan.run_dir or plan.planned_dir
     return VideoOptions(os.path.join(run_dir, "videos", "train"), options.video_length, options.video_interval)
-
-
-def _write_run_files(run_dir: str, env_params, agent: dict, closer: contextlib.ExitStack) -> None:
-    """Rank 0's copy of the console, ``params/env.yaml`` and ``params/agent.yaml``."""
-    console = runs.ConsoleLog(os.path.join(run_dir, "console.log"), sys.stdout)
-    sys.stdout = console
-    closer.callback(_restore_stdout, console)
-    runs.write_text_atomic(os.path.join(run_dir, "params", "env.yaml"), to_yaml(env_params))
-    runs.write_text_atomic(os.path.join(run_dir, "params", "agent.yaml"), to_yaml(agent))
-    print(f"[robolab] run directory: {run_dir}")
-
-
-def _restore_stdout(console: runs.ConsoleLog) -> None:
-    console.file.close()
-    if sys.stdout is console:
-        sys.stdout = console.stream
 
 
 def run_training(session: TrainingSession) -> dict:
@@ -396,7 +287,7 @@ def run_training(session: TrainingSession) -> dict:
     result = summary(runner, session.task_id, ctx, time.time() - start, start_it)
     result["stopped_early"] = runner.stopped_early
     if ctx.is_main and session.plan.run_dir is not None:
-        runs.write_text_atomic(os.path.join(session.plan.run_dir, "summary.json"), json.dumps(result, indent=2) + "\n")
+        files.write_text_atomic(os.path.join(session.plan.run_dir, "summary.json"), json.dumps(result, indent=2) + "\n")
         print(f"[robolab] summary: {json.dumps(result)}")
     return result
 
@@ -452,8 +343,10 @@ def summary(runner, task_id: str, ctx: DistributedContext, wall_s: float, start_
 class PolicySession:
     """A trained policy in its task's env, for ``play.py``."""
 
-    env: object
-    runner: object
+    env: VecEnv
+    """The task's env (an rsl_rl ``VecEnv``; robolab's ``VelocityEnv``, an Isaac Lab env wrapped, or a user's)."""
+    runner: OnPolicyRunner
+    """robolab's runner (``OnPolicyRunner`` or its ``AMPRunner`` / ``DistillationRunner`` subclasses)."""
     checkpoint: str
     closer: contextlib.ExitStack
 

@@ -30,9 +30,11 @@ def check_renderer() -> None:
         )
         mujoco.Renderer(model, height=8, width=8).close()
     except Exception as err:  # the GL stack raises anything from ImportError to AttributeError
+        from robolab.errors import first_line
+
         raise RuntimeError(
             f"--video: no OpenGL backend for MuJoCo's offscreen renderer with MUJOCO_GL={os.environ['MUJOCO_GL']} "
-            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
+            f"({type(err).__name__}: {first_line(err)}); "
             "use MUJOCO_GL=egl (GPU driver or Mesa's libegl-mesa0) or MUJOCO_GL=osmesa (libosmesa6)"
         ) from None
 
@@ -132,3 +134,17 @@ class TrainingVideo:
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+
+
+def record_policy(env, policy, path: str, frames: int) -> str:
+    """``frames`` steps of ``policy`` in ``env``, env 0 rendered into the clip ``path``."""
+    import torch
+
+    renderer, clip = FrameRenderer(env), ClipWriter(path, fps=round(1.0 / env.step_dt))
+    obs = env.get_observations()
+    with torch.inference_mode():
+        for _ in range(frames):
+            obs, *_ = env.step(policy(obs))
+            clip.append(renderer.frame())
+    renderer.close()
+    return clip.close()

@@ -14,6 +14,7 @@ import mujoco
 import numpy as np
 
 from robolab.assets.robot_cfg import RobotCfg
+from robolab.errors import all_lines
 
 # Contact sensor intprm: data = force (bit 1), reduce = net force, one slot.
 _CONTACT_DATA_FORCE = 2
@@ -79,7 +80,7 @@ def _load_spec(cfg: RobotCfg) -> mujoco.MjSpec:
         spec = mujoco.MjSpec.from_file(path)
     except Exception as err:  # mujoco raises ValueError for XML and schema errors alike
         # MuJoCo's message spans lines ("XML parse error 15:" then what and where): keep them all, on one line.
-        detail = "; ".join(line.strip() for line in str(err).strip().splitlines() if line.strip()) or type(err).__name__
+        detail = all_lines(err)
         raise ValueError(f"robot.mjcf_path={cfg.mjcf_path!r} is not a valid MJCF file: {detail}") from None
     name_unnamed_bodies(spec)
     if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.worldbody.geoms):

@@ -10,7 +10,7 @@ import sys
 from robolab import distributed
 from robolab.benchmarking import benchmark, scaling
 from robolab.cli import one_line_errors
-from robolab.runs import write_text_atomic
+from robolab.files import write_text_atomic
 from robolab.session import DEFAULT_TASK
 
 

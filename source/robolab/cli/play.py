@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from robolab import evaluation, tasks, viewer
+from robolab import evaluation, export, tasks, viewer
 from robolab.cli import (
     add_checkpoint_selection,
     add_window_flags,
@@ -19,6 +19,7 @@ from robolab.cli import (
 )
 from robolab.config import ConfigError
 from robolab.session import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions
+from robolab.video import record_policy
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +71,7 @@ def play(argv: list[str] | None = None) -> dict:
         run_dir = os.path.dirname(os.path.abspath(session.checkpoint))
         result: dict = {"checkpoint": os.path.abspath(session.checkpoint)}
         if not args.no_export:
-            result["exported"] = evaluation.export_policy(runner, os.path.join(run_dir, "exported"))
+            result["exported"] = export.export_policy(runner, os.path.join(run_dir, "exported"))
         steps = args.steps or (None if viewer_kind else int(env.max_episode_length))
         if viewer_kind is not None:
             result.update(_watch(env, policy, viewer_kind, args, steps))
@@ -79,7 +80,7 @@ def play(argv: list[str] | None = None) -> dict:
         if args.video and not own_recorder:
             video = os.path.join(run_dir, "videos", "play", "play.mp4")
             policy.reset()  # a fresh memory for the clip's own rollout
-            result["video"] = evaluation.record_video(env, policy, video, args.video_length)
+            result["video"] = record_policy(env, policy, video, args.video_length)
     print(json.dumps(result, indent=2))
     return result
 

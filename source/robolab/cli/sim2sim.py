@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from robolab import evaluation, runs, sim2sim, tasks
+from robolab import evaluation, files, sim2sim, tasks
 from robolab.cli import add_checkpoint_selection, checkpoint_finder, one_line_errors, parse_policy_flags
 from robolab.session import (
     DEFAULT_LOG_ROOT,
@@ -100,7 +100,7 @@ def run(argv: list[str] | None = None) -> dict:
         },
     }
     output = args.output or os.path.join(os.path.dirname(source.checkpoint), "sim2sim", f"{args.target}.json")
-    runs.write_text_atomic(output, json.dumps(result, indent=2) + "\n")
+    files.write_text_atomic(output, json.dumps(result, indent=2) + "\n")
     print(table(result))
     print(f"[robolab] sim2sim: {output}")
     return result

@@ -1,7 +1,7 @@
 """``scripts/train.py``: one entry point for a laptop CPU, every GPU of a node, and many nodes.
 
 Known flags are parsed with argparse; everything else is handed to Hydra as overrides
-(``agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time=0.5``). How the run is assembled is in
+(``agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time.weight=0.5``). How the run is assembled is in
 ``robolab.session``; this module parses and prints.
 """
 
@@ -33,7 +33,8 @@ from robolab.session import (
 def build_parser() -> argparse.ArgumentParser:
     p = parser_with_isaaclab_launch_flags(
         description="Train a locomotion policy with RSL-RL. Isaac Lab's rsl_rl flags keep their meaning; "
-        "arguments without -- are Hydra overrides (agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time=0.5), "
+        "arguments without -- are Hydra overrides "
+        "(agent.algorithm.learning_rate=3e-4 env.rewards.feet_air_time.weight=0.5), "
         "except Isaac Lab's preset tokens (physics=NAME, presets=A,B, renderer=NAME), which select Isaac Lab presets.",
         epilog="example: python scripts/train.py --task RoboLab-Velocity-Flat-Go2-v0 --max_iterations 300 "
         "agent.algorithm.learning_rate=3e-4",

@@ -21,6 +21,7 @@ import torch
 
 from robolab import checkpoint, distributed
 from robolab.distributed import DistributedConfigError, DistributedContext
+from robolab.errors import first_line
 from robolab.rsl_rl_api import OnPolicyRunner as RslRlOnPolicyRunner
 from robolab.rsl_rl_api import VecEnv, resolve_callable
 from robolab.runners.logger import IterationRecord, TrainingLogger
@@ -203,8 +204,8 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         try:
             resumed = self.alg.load(loaded, load_cfg, strict)
         except (KeyError, RuntimeError) as err:  # a checkpoint without an identity whose tensors do not fit
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise checkpoint.CheckpointError(f"checkpoint {path!r} does not fit this run's models: {first}") from None
+            reason = first_line(err)
+            raise checkpoint.CheckpointError(f"checkpoint {path!r} does not fit this run's models: {reason}") from None
         if resumed:
             # model_<it>.pt is the state after iteration it: continue with the next one.
             self.current_learning_iteration = loaded["iter"] + 1

@@ -54,7 +54,7 @@ class TaskKind:
             raise ConfigError(f"{task_id} {agent}: runner={runner!r}: allowed: {', '.join(PIPELINES)}")
         name = f"{STORE_PREFIX}{task_id}__{agent}"
         ConfigStore.instance().store(
-            group="task", name=name, node={"task_id": task_id, "agent": entry.get("agent", {})}, package="_global_"
+            group="task", name=name, node={"agent": entry.get("agent", {})}, package="_global_"
         )
         chosen = command_line_pipeline(overrides)
         return name, [] if chosen else [f"runner={runner}", f"algorithm={PIPELINES[runner]}"]
@@ -99,10 +99,10 @@ class TaskKind:
 
     # --- a running env ------------------------------------------------------------------------------
     def export_io_descriptors(self, env, params_dir: str) -> None:
-        from robolab import runs
+        from robolab import files
         from robolab.config import to_yaml
 
-        runs.write_text_atomic(os.path.join(params_dir, "io_descriptors.yaml"), to_yaml(_base(env).io_descriptors()))
+        files.write_text_atomic(os.path.join(params_dir, "io_descriptors.yaml"), to_yaml(_base(env).io_descriptors()))
 
     def policy_interface(self, env):
         from robolab import sim2sim

@@ -191,7 +191,5 @@ def store_task_config(
     pipeline = [] if runner or algorithm else [f"runner={task_agent.runner}", f"algorithm={task_agent.algorithm}"]
     agent = for_pipeline(task_agent, runner or task_agent.runner, algorithm or task_agent.algorithm, source)
     name = f"{STORE_PREFIX}__{task_id}__{entry}"
-    ConfigStore.instance().store(
-        group=STORE_GROUP, name=name, node={"task_id": task_id, "agent": agent}, package="_global_"
-    )
+    ConfigStore.instance().store(group=STORE_GROUP, name=name, node={"agent": agent}, package="_global_")
     return name, [*pipeline, f"seed={task_agent.seed}"]

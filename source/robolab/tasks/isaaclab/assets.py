@@ -114,17 +114,3 @@ def _export_atomic(stage, path: str) -> None:
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    p = argparse.ArgumentParser(
-        description="Write an offline Isaac Lab asset root (robolab's Go2-class robot, ground)."
-    )
-    p.add_argument("--root", default=os.path.join(os.path.expanduser("~"), ".cache", "robolab", "isaac_assets"))
-    args = p.parse_args(argv)
-    for path in write_asset_tree(args.root):
-        print(path)
-    print(f"export ISAACSIM_ASSET_ROOT={os.path.abspath(args.root)}")
-    return 0

@@ -107,12 +107,13 @@ def apply_env_overrides(env_cfg, env_overrides: dict) -> None:
     from isaaclab.utils.dict import update_class_from_dict
 
     from robolab.config import ConfigError
+    from robolab.errors import first_line
 
     overrides = {k: v for k, v in env_overrides.items() if k not in ("num_envs", "seed", "device")}
     try:
         update_class_from_dict(env_cfg, overrides)
     except (KeyError, ValueError, TypeError, AttributeError) as err:
-        raise ConfigError(f"bad env config: {str(err).strip().splitlines()[0]}") from None
+        raise ConfigError(f"bad env config: {first_line(err)}") from None
     if env_overrides.get("num_envs") is not None:
         env_cfg.scene.num_envs = int(env_overrides["num_envs"])
 
