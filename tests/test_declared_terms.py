@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 
+from helpers.record_reference_trajectory import record
 from robolab.envs import VelocityEnv
 from robolab.envs.terms import ObsTermCfg, RewardTermCfg, TermError
 from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
 
 REFERENCE = Path(__file__).parent / "data" / "go2_reference_trajectories.npz"
-STEPS = 60
 
 
 def default_case() -> Go2FlatEnvCfg:
@@ -37,42 +37,20 @@ def busy_case() -> Go2FlatEnvCfg:
     return cfg
 
 
-def rollout(cfg) -> dict[str, np.ndarray]:
-    env = VelocityEnv(cfg)
-    g = torch.Generator().manual_seed(cfg.seed + 1000)
-    out: dict[str, list] = {"obs0_policy": [env.get_observations()["policy"].numpy()]}
-    logs: dict[str, list] = {}
-    for step in range(STEPS):
-        obs, rew, done, extras = env.step(torch.randn(env.num_envs, env.num_actions, generator=g) * 0.6)
-        for group in obs.keys():  # noqa: SIM118 (a TensorDict)
-            out.setdefault(f"obs_{group}", []).append(obs[group].numpy().copy())
-        out.setdefault("rewards", []).append(rew.numpy().copy())
-        out.setdefault("dones", []).append(done.numpy().copy())
-        out.setdefault("time_outs", []).append(extras["time_outs"].numpy().copy())
-        if "amp_next" in extras:
-            out.setdefault("amp_next", []).append(extras["amp_next"].numpy().copy())
-        for key, value in extras["log"].items():
-            logs.setdefault(key, [float("nan")] * step).append(float(value))
-    env.close()
-    arrays = {k: np.stack(v) for k, v in out.items()}
-    arrays["logs"] = logs  # type: ignore[assignment]
-    return arrays
-
-
 @pytest.mark.parametrize("case", [default_case, busy_case], ids=["defaults", "every_event"])
 def test_declared_terms_reproduce_the_recorded_trajectory(case):
     reference = np.load(REFERENCE)
     prefix = "default" if case is default_case else "busy"
-    ours = rollout(case())
+    ours = record(case())  # the recorder's own rollout, on the declared-terms MDP
     keys = [k.split("/", 1)[1] for k in reference.files if k.startswith(prefix + "/") and "log_" not in k]
     assert {"obs_policy", "obs_critic", "obs_teacher", "rewards", "dones", "time_outs"} <= set(keys)
     for key in keys:
         np.testing.assert_allclose(ours[key], reference[f"{prefix}/{key}"], rtol=1e-5, atol=1e-5, err_msg=key)
+    logs = dict(zip(ours["log_names"].tolist(), ours["log_values"]))
     names, values = reference[f"{prefix}/log_names"], reference[f"{prefix}/log_values"]
-    logs = ours["logs"]
     for name, recorded in zip(names, values):
         # The episode sums, tracking error, falls, gaits and termination summaries of the replaced MDP, by name.
-        np.testing.assert_allclose(np.array(logs[str(name)]), recorded, rtol=1e-5, atol=1e-6, err_msg=str(name))
+        np.testing.assert_allclose(logs[str(name)], recorded, rtol=1e-5, atol=1e-6, err_msg=str(name))
     if prefix == "busy":
         assert reference[f"{prefix}/dones"].sum() > 0 and reference[f"{prefix}/time_outs"].sum() > 0
 
@@ -197,3 +175,63 @@ def test_observation_clip_scale_and_term_history_apply_in_isaac_labs_order():
     torch.testing.assert_close(lin, 2.0 * env.state.base_lin_vel.clamp(-0.01, 0.01))  # clip, then scale
     assert obs["policy"].shape == (4, 48 + 3)  # gravity's two frames
     assert env.io_descriptors()["observations"]["policy"]["terms"][2]["shape"] == [6]
+
+
+def test_an_mdp_without_time_out_or_failure_terms_still_steps():
+    cfg = small_cfg()
+    cfg.terminations = {}
+    env = VelocityEnv(cfg)
+    _, _, done, extras = env.step(torch.zeros(4, 12))
+    assert not done.any() and not extras["time_outs"].any()
+
+
+def test_a_run_saved_before_the_declared_terms_plays_with_its_own_settings():
+    """An old run's params/env.yaml (written by commit eadf0b4) is read through RENAMED: its values land on the
+    terms that hold them now, on top of the task's tables."""
+    import yaml
+
+    from robolab.config import build_env_cfg
+
+    saved = yaml.safe_load((Path(__file__).parent / "data" / "pre_terms_env.yaml").read_text())
+    for key in ("num_envs", "seed", "device", "backend"):  # what play.py takes from the machine, not the run
+        saved.pop(key)
+    cfg = build_env_cfg("RoboLab-Velocity-Flat-Go2-v0", {"num_envs": 4}, saved)
+    assert cfg.observations["policy"].history_length == 2 and not cfg.observations["policy"].enable_corruption
+    assert cfg.rewards["feet_air_time"].weight == 0.7 and cfg.rewards["lin_vel_z"].weight == -2.0
+    assert cfg.rewards["track_lin_vel_xy"].params["std"] == cfg.rewards["track_ang_vel_z"].params["std"] == 0.4
+    assert list(cfg.events["push_robot"].interval_range_s) == [5.0, 6.0]
+    assert list(cfg.commands["base_velocity"].params["lin_vel_x"]) == [0.0, 1.5]
+    cfg.backend.num_threads = 1
+    assert VelocityEnv(cfg).get_observations()["policy"].shape == (4, 2 * 48)
+
+
+def test_a_saved_runs_tables_replace_the_tasks_so_a_removed_term_stays_removed():
+    import yaml
+
+    from robolab.config import build_env_cfg, to_yaml
+
+    run = build_env_cfg("RoboLab-Velocity-Flat-Go2-v0", {"rewards": {"lin_vel_z": "__remove__"}})
+    saved = yaml.safe_load(to_yaml(run))
+    again = build_env_cfg("RoboLab-Velocity-Flat-Go2-v0", {"rewards": {"feet_air_time": {"weight": 0.1}}}, saved)
+    assert "lin_vel_z" not in again.rewards and again.rewards["feet_air_time"].weight == 0.1
+
+
+def count_resets(env, mask, step: int):
+    """A user's curriculum: a per-env level that rises by ``step`` with each new episode; logs the mean level."""
+    levels = env.physics_params.setdefault("level", torch.zeros(env.num_envs))
+    levels += step * mask.float()
+    return levels.mean()
+
+
+def test_a_curriculum_term_sees_each_reset_and_is_logged():
+    from robolab.envs.terms import CurriculumTermCfg
+
+    cfg = small_cfg(episode_length_s=0.04)  # 2-step episodes
+    cfg.curricula["level"] = CurriculumTermCfg(func=f"{__name__}:count_resets", params={"step": 2})
+    env = VelocityEnv(cfg)  # every env's first episode: level 2
+    _, _, done, extras = env.step(torch.zeros(4, 12))
+    assert not done.any() and extras["log"]["Curriculum/level"].item() == pytest.approx(2.0)
+    env.step(torch.zeros(4, 12))  # every episode ends: level 4
+    _, _, done, extras = env.step(torch.zeros(4, 12))
+    assert extras["log"]["Curriculum/level"].item() == pytest.approx(4.0)
+    assert torch.equal(env.physics_params["level"], torch.full((4,), 4.0))

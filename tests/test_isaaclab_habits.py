@@ -208,7 +208,7 @@ def test_missing_logger_settings_fail_before_any_work(tmp_path):
     ],
 )
 def test_bad_flag_values_are_named(options, message):
-    from robolab.session import TrainOptions
+    from robolab.launch import TrainOptions
 
     with pytest.raises(ValueError, match=message):
         TrainOptions(**options).overrides()
@@ -217,7 +217,7 @@ def test_bad_flag_values_are_named(options, message):
 def test_logger_config_is_checked_before_any_work(monkeypatch):
     import importlib.util
 
-    from robolab.session import log_writer_cfg
+    from robolab.launch import log_writer_cfg
 
     with pytest.raises(ValueError, match="agent.logger='mlflow': allowed: tensorboard, wandb, neptune"):
         log_writer_cfg("mlflow", None, "exp")

@@ -13,7 +13,7 @@ from torch.distributed.run import get_args_parser
 from conftest import ROOT, clean_env, free_port
 from robolab.cli.train import build_parser
 from robolab.config import build_env_cfg, compose
-from robolab.session import TrainOptions
+from robolab.launch import TrainOptions
 
 COMPOSE = ROOT / "docker" / "docker-compose.yaml"
 

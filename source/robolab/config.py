@@ -89,12 +89,12 @@ def _current_spelling(key: str, value: str) -> str:
         new = " and ".join(f"env.{k}={value}" for k in RENAMED[relative])
         raise ConfigError(f"{key} was renamed when the MDP became declared terms: use {new}")
     parts = relative.split(".")
-    if len(parts) == 2 and parts[0] == "rewards" and _is_number(value):
+    if len(parts) == 2 and parts[0] == "rewards" and is_number(value):
         return f"env.rewards.{parts[1]}.weight={value}"
     return f"{key}={value}"
 
 
-def _is_number(text: str) -> bool:
+def is_number(text: str) -> bool:
     try:
         float(text)
     except ValueError:

@@ -12,7 +12,8 @@ import sys
 from robolab import distributed
 from robolab.algorithms.ppo_amp import PPOAMP
 from robolab.cli.train import build_parser
-from robolab.session import TrainOptions, prepare_training, run_training
+from robolab.launch import TrainOptions
+from robolab.session import prepare_training, run_training
 
 
 class PPOOnlySync(PPOAMP):

@@ -8,7 +8,8 @@ time-outs and logged episode sums, step for step from the same seed:
 
 Two cases: the task's defaults, and one that exercises every event and option in a few steps (short episodes,
 fast command resampling with a heading command, frequent pushes, falls, a 3-frame policy history, the AMP group).
-This script reads the old configuration spelling; the test writes the same settings in the new one.
+The cases here use the old configuration spelling; the test writes the same settings in the new one and runs this
+script's ``record`` on them.
 """
 
 from __future__ import annotations

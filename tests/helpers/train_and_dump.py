@@ -10,7 +10,8 @@ import sys
 
 from robolab import distributed
 from robolab.cli.train import build_parser
-from robolab.session import TrainOptions, prepare_training, run_training
+from robolab.launch import TrainOptions
+from robolab.session import prepare_training, run_training
 
 dump_dir, argv = sys.argv[1], sys.argv[2:]
 args, overrides = build_parser().parse_known_args(argv)

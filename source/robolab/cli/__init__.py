@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 
 from robolab import distributed, runs, tasks
+from robolab.config import is_number
 
 # What a bad input, a bad file or a full or read-only disk raises (robolab's own errors are ValueErrors).
 USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, distributed.DistributedConfigError)
@@ -37,21 +38,13 @@ def check_unknown(parser: argparse.ArgumentParser, rest: list[str]) -> list[str]
     """``rest`` (what argparse did not know) as Hydra overrides; a ``-flag`` among them is a one-line error naming
     the closest known flag, never a Hydra lexer trace."""
     for arg in rest:
-        if arg.startswith("-") and not _is_number(arg):
+        if arg.startswith("-") and not is_number(arg):
             flag = arg.split("=", 1)[0]
             known = [o for action in parser._actions for o in action.option_strings]
             close = difflib.get_close_matches(flag, known, n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]}?" if close else "; see --help"
             raise ValueError(f"unknown flag {flag}{hint} (arguments without -- are Hydra overrides: key=value)")
     return rest
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def bare_resume(argv: list[str]) -> list[str]:

@@ -11,7 +11,7 @@ from robolab import distributed
 from robolab.benchmarking import benchmark, scaling
 from robolab.cli import one_line_errors
 from robolab.files import write_text_atomic
-from robolab.session import DEFAULT_TASK
+from robolab.launch import DEFAULT_TASK
 
 
 def build_parser() -> argparse.ArgumentParser:

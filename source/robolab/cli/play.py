@@ -18,7 +18,7 @@ from robolab.cli import (
     parser_with_isaaclab_launch_flags,
 )
 from robolab.config import ConfigError
-from robolab.session import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions
+from robolab.launch import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions
 from robolab.video import record_policy
 
 

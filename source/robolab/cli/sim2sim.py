@@ -18,15 +18,8 @@ import sys
 
 from robolab import evaluation, files, sim2sim, tasks
 from robolab.cli import add_checkpoint_selection, checkpoint_finder, one_line_errors, parse_policy_flags
-from robolab.session import (
-    DEFAULT_LOG_ROOT,
-    DEFAULT_TASK,
-    VideoOptions,
-    env_config,
-    join,
-    open_env,
-    prepare_policy,
-)
+from robolab.launch import DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions
+from robolab.session import env_config, join, open_env, prepare_policy
 from robolab.video import check_renderer
 
 

@@ -18,7 +18,7 @@ import torch
 from robolab import checkpoint, evaluation
 from robolab.cli import add_checkpoint_selection, one_line_errors, open_policy, parse_policy_flags
 from robolab.files import write_text_atomic
-from robolab.session import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK
+from robolab.launch import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK
 
 
 def build_parser() -> argparse.ArgumentParser:

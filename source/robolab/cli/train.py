@@ -19,15 +19,8 @@ from robolab.cli import (
     parse,
     parser_with_isaaclab_launch_flags,
 )
-from robolab.session import (
-    DEFAULT_AGENT,
-    DEFAULT_LOG_ROOT,
-    DEFAULT_TASK,
-    LOGGERS,
-    TrainOptions,
-    prepare_training,
-    run_training,
-)
+from robolab.launch import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, LOGGERS, TrainOptions
+from robolab.session import prepare_training, run_training
 
 
 def build_parser() -> argparse.ArgumentParser:

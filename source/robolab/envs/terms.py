@@ -23,6 +23,9 @@ Term functions, by kind (``env`` is the ``VelocityEnv``; ``mask`` a (num_envs,) 
 | event       | ``func(env, mask, **params)``   | nothing (it writes the backend or state)  |
 | command     | ``func(env, **params)``: a class | an object with ``command``, ``reset(mask)``, ``update()`` |
 | curriculum  | ``func(env, mask, **params)``   | a 0-dim tensor logged as ``Curriculum/<name>``, or None |
+
+Event and curriculum terms of the reset are called every step with the mask of the envs that start an episode then,
+which may hold none (asking whether any env ended would wait for the GPU): they act where the mask holds.
 """
 
 from __future__ import annotations
@@ -103,7 +106,8 @@ class CommandTermCfg(TermCfg):
 
 @dataclass
 class CurriculumTermCfg(TermCfg):
-    """Called with the mask of the envs starting a new episode, before the reset events place them."""
+    """Called every step with the mask of the envs starting a new episode (possibly none), before the reset events
+    place them; what it returns is logged as ``Curriculum/<name>``."""
 
 
 def term_key(table: str, name: str) -> str:

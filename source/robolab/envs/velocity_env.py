@@ -83,7 +83,6 @@ class VelocityEnv(VecEnv):
         self.reward_terms = [t for t in reward_terms if t.cfg.weight != 0]
         self._reward_scale = torch.tensor([t.cfg.weight * self.step_dt for t in self.reward_terms], device=self.device)
         self.termination_terms = termination_terms
-        self._time_out_columns = torch.tensor([t.cfg.time_out for t in termination_terms], device=self.device)
         self.events = {mode: [e for e in events if e.cfg.mode == mode] for mode in EVENT_MODES}
         self.curricula = curricula
         self._allocate_buffers()
@@ -128,9 +127,9 @@ class VelocityEnv(VecEnv):
         self.foot_contact = self.backend.contact_forces("foot") > self.cfg.contact_force_threshold
         self.first_contact = self._update_air_time(self.foot_contact)
 
-        terminated = torch.stack([term.call(self) for term in self.termination_terms], dim=1)
-        fell = (terminated & ~self._time_out_columns).any(dim=1) | diverged
-        time_out = (terminated & self._time_out_columns).any(dim=1)
+        terminated = [term.call(self) for term in self.termination_terms]
+        fell = _any([v for v, t in zip(terminated, self.termination_terms) if not t.cfg.time_out], diverged)
+        time_out = _any([v for v, t in zip(terminated, self.termination_terms) if t.cfg.time_out], None, diverged)
         rewards = self._compute_rewards(diverged)
         self._track_metrics(non_finite, diverged)
         self.episode_gait += self.gait_scores(self.foot_contact)
@@ -180,7 +179,8 @@ class VelocityEnv(VecEnv):
         self.episode_length_buf = torch.zeros(n, dtype=torch.long, device=dev)
         self.actions = torch.zeros(n, j, device=dev)
         self.last_actions = torch.zeros(n, j, device=dev)
-        self.interval_timers = torch.zeros(n, len(self.events["interval"]), device=dev)
+        self.interval_timers = [torch.zeros(n, device=dev) for _ in self.events["interval"]]
+        """Seconds until each interval event fires, per env (one tensor per event: no column views in the step)."""
         n_feet = len(self.cfg.robot.foot_bodies)
         self.feet_air_time = torch.zeros(n, n_feet, device=dev)
         self.last_air_time = torch.zeros(n, n_feet, device=dev)
@@ -243,17 +243,17 @@ class VelocityEnv(VecEnv):
             buf.masked_fill_(mask.view(-1, *([1] * (buf.dim() - 1))), 0.0)
         for command in self.command_terms.values():
             command.reset(mask)
-        for column, event in enumerate(self.events["interval"]):
+        for i, event in enumerate(self.events["interval"]):
             drawn = self.uniform(*event.cfg.interval_range_s, self.num_envs)
-            self.interval_timers[:, column] = torch.where(mask, drawn, self.interval_timers[:, column])
+            self.interval_timers[i] = torch.where(mask, drawn, self.interval_timers[i])
 
     def _fire_interval_events(self) -> None:
-        for column, event in enumerate(self.events["interval"]):
-            timer = self.interval_timers[:, column]
+        for i, event in enumerate(self.events["interval"]):
+            timer = self.interval_timers[i]
             timer -= self.step_dt
             due = timer <= 0
             event.call(self, due)
-            timer.copy_(torch.where(due, self.uniform(*event.cfg.interval_range_s, self.num_envs), timer))
+            self.interval_timers[i] = torch.where(due, self.uniform(*event.cfg.interval_range_s, self.num_envs), timer)
 
     # --- rewards, metrics, observations --------------------------------------------------------------
     def _compute_rewards(self, diverged: torch.Tensor) -> torch.Tensor:
@@ -279,7 +279,7 @@ class VelocityEnv(VecEnv):
         log: dict,
         done: torch.Tensor,
         fell: torch.Tensor,
-        terminated: torch.Tensor,
+        terminated: list[torch.Tensor],
         non_finite: torch.Tensor,
         diverged: torch.Tensor,
     ) -> None:
@@ -310,7 +310,7 @@ class VelocityEnv(VecEnv):
         log.update(zip(names, means))
         # How episodes ended: each termination term, then the summaries fell / time_out (an end that is no fall) /
         # non_finite / diverged (a term named like a summary is counted as the summary).
-        ended = torch.cat([terminated.T, torch.stack([fell, ~fell, non_finite, diverged])]) & done
+        ended = torch.stack([*terminated, fell, ~fell, non_finite, diverged]) & done
         counts = torch.where(count > 0, ended.sum(dim=1).float(), nan).unbind()
         kinds = (*[t.name for t in self.termination_terms], "fell", "time_out", "non_finite", "diverged")
         for kind, value in zip(kinds, counts):
@@ -324,6 +324,18 @@ class VelocityEnv(VecEnv):
     def _compute_observations(self, reset: torch.Tensor | None = None) -> TensorDict:
         groups = self.observation_groups.compute(reset)
         return TensorDict(groups, batch_size=[self.num_envs], device=self.device)
+
+
+def _any(masks: list[torch.Tensor], also: torch.Tensor | None, like: torch.Tensor | None = None) -> torch.Tensor:
+    """The elementwise OR of ``masks`` (and ``also``), in as few ops as there are masks; all False (shaped ``like``)
+    when there is nothing to OR."""
+    out = also
+    for mask in masks:
+        out = mask if out is None else out | mask
+    if out is None:
+        assert like is not None
+        return torch.zeros_like(like)
+    return out
 
 
 def _check_settings(cfg: VelocityEnvCfg) -> None:
