@@ -208,11 +208,7 @@ def build_env_cfg(task_id: str, env_overrides: DictConfig | dict, saved: dict | 
     ``hydra_overrides`` turns into ``REMOVE``) removes one that must exist.
     """
     base = OmegaConf.structured(tasks.load_env_cfg(task_id))
-    overrides = (
-        OmegaConf.to_container(env_overrides, resolve=True) if isinstance(env_overrides, DictConfig) else env_overrides
-    )
-    assert isinstance(overrides, dict)
-    overrides = copy.deepcopy(overrides)
+    overrides = copy.deepcopy(plain(env_overrides) if isinstance(env_overrides, DictConfig) else env_overrides)
     try:
         if saved is not None:
             saved, current = upgrade_saved_env(saved)
@@ -314,6 +310,13 @@ def agent_dict(cfg: DictConfig) -> dict:
     except OmegaConfBaseException as err:
         raise ConfigError(f"bad agent config: {_one_line(err)}") from None
     return dataclasses.asdict(agent) if dataclasses.is_dataclass(agent) else dict(agent)  # type: ignore[arg-type]
+
+
+def plain(node: DictConfig) -> dict:
+    """A composed config node as plain Python data, interpolations resolved."""
+    data = OmegaConf.to_container(node, resolve=True)
+    assert isinstance(data, dict)
+    return data
 
 
 def to_yaml(obj) -> str:

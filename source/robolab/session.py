@@ -27,7 +27,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from robolab import distributed, files, runs, tasks
-from robolab.config import ConfigError, agent_dict, compose, to_yaml
+from robolab.config import ConfigError, agent_dict, compose, plain, to_yaml
 from robolab.distributed import DistributedContext
 from robolab.launch import DEFAULT_AGENT, TrainOptions, VideoOptions, log_writer_cfg
 from robolab.rsl_rl_api import VecEnv, resolve_callable
@@ -61,7 +61,7 @@ def join(task: str, overrides: list[str], device: str | None, distributed_run: b
         print(f"[robolab] seed -1: drew seed {cfg.seed} (recorded in params/agent.yaml)")
     elif int(cfg.seed) < -1:
         raise ConfigError(f"seed={cfg.seed}: must be >= 0, or -1 for a random seed")
-    distributed.check_config_consistency(_plain(cfg))
+    distributed.check_config_consistency(plain(cfg))
     return Job(ctx, device, cfg, int(cfg.seed) + ctx.rank)
 
 
@@ -89,12 +89,6 @@ def open_env(
     kind = tasks.kind_of(task)
     kind.check_agent(task, {"clip_actions": clip_actions})
     return kind.open_env(task, env_cfg, job, closer, video, launcher, clip_actions)
-
-
-def _plain(node: DictConfig) -> dict:
-    plain = OmegaConf.to_container(node, resolve=True)
-    assert isinstance(plain, dict)
-    return plain
 
 
 def check_obs_groups(env, agent: dict, task: str | None) -> None:

@@ -153,7 +153,9 @@ class IsaacLabTask(TaskKind):
         from robolab.tasks.isaaclab.vecenv import IsaacLabLaunch, env_config_dict, make_isaaclab_env
 
         launch = IsaacLabLaunch(list(job.cfg.get("isaaclab_presets") or []), dict(launcher or {}))
-        env_overrides = _plain(job.cfg.env)
+        from robolab.config import plain
+
+        env_overrides = plain(job.cfg.env)
         env = make_isaaclab_env(task_id, env_overrides, job.device, job.seed, closer, video, launch, clip_actions)
         return env, env_config_dict(env)
 
@@ -177,11 +179,3 @@ class IsaacLabTask(TaskKind):
 
 def _base(env):
     return getattr(env, "unwrapped", env)
-
-
-def _plain(node) -> dict:
-    from omegaconf import OmegaConf
-
-    plain = OmegaConf.to_container(node, resolve=True)
-    assert isinstance(plain, dict)
-    return plain
