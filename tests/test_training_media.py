@@ -158,3 +158,17 @@ def test_a_recurrent_policy_is_reset_when_its_episode_ends():
     # without resets the memory carries over and the second episode acts differently: the reset matters
     assert not torch.allclose(without[5:10, 0], without[0:5, 0], atol=1e-4)
     torch.testing.assert_close(with_reset[:3], without[:3])  # identical until the first episode ends
+
+
+def test_the_programs_import_no_mujoco_before_they_pick_its_opengl_backend():
+    """MuJoCo reads MUJOCO_GL when it is imported: a program that imported it while reading its configs could no
+    longer choose EGL for --video (it would try GLFW and fail on a headless node)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, robolab.cli.train, robolab.cli.play, robolab.cli.sim2sim, robolab.config, robolab.tasks; "
+        "sys.exit('mujoco imported' if 'mujoco' in sys.modules else 0)"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
