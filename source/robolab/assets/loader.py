@@ -15,6 +15,8 @@ import numpy as np
 
 from robolab.assets.robot_cfg import RobotCfg
 from robolab.errors import all_lines
+from robolab.terrains.generator import TerrainMap
+from robolab.terrains.heightfield import replace_floor
 
 # Contact sensor intprm: data = force (bit 1), reduce = net force, one slot.
 _CONTACT_DATA_FORCE = 2
@@ -41,9 +43,12 @@ class RobotModel:
     joint_limits: np.ndarray  # (joints, 2); -inf, inf for a joint without limits
 
 
-def load_robot(cfg: RobotCfg, timestep: float = 0.005) -> RobotModel:
-    """Compile the robot with robolab's sensors: net contact force per body, joint torques, foot positions."""
+def load_robot(cfg: RobotCfg, timestep: float = 0.005, terrain: TerrainMap | None = None) -> RobotModel:
+    """Compile the robot with robolab's sensors: net contact force per body, joint torques, foot positions; on a
+    generated ``terrain`` (a height field in place of the floor plane) when one is given."""
     spec = _load_spec(cfg)
+    if terrain is not None:
+        replace_floor(spec, terrain)
     spec.option.timestep = timestep
     spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_AUTORESET
     _check_names(spec, cfg)

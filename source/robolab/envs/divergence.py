@@ -7,6 +7,8 @@ env steps of a check window diverge, the settings cannot work: ``PhysicsDiverged
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from robolab.envs.backends import resolve_name
@@ -53,8 +55,27 @@ class DivergenceGuard:
         dev = env.device
         self.non_finite_total = torch.zeros((), dtype=torch.long, device=dev)
         self.diverged_total = torch.zeros((), dtype=torch.long, device=dev)  # non-finite ones included
+        self.overflow_total = torch.zeros((), dtype=torch.long, device=dev)
         self._window = torch.zeros((), dtype=torch.long, device=dev)
         self._window_steps = 0
+        # A backend with fixed contact buffers (MuJoCo Warp) reports overflows; MuJoCo C's grow as needed.
+        self.overflow_watched = bool(env.backend.overflow_settings)
+        self._window_flags = torch.zeros(env.num_envs, dtype=torch.int32, device=dev)
+        self._window_overflows = torch.zeros((), dtype=torch.long, device=dev)
+
+    def overflowed(self) -> torch.Tensor | None:
+        """(num_envs,) bool: the env's contact or constraint buffers overflowed this step (it is reset like a
+        diverged env, counted as ``Metrics/overflow_total`` and reported once per window); None for a backend
+        whose buffers cannot overflow."""
+        if not self.overflow_watched:
+            return None
+        flags = self.env.backend.overflow_flags
+        self._window_flags |= flags
+        overflowed = flags != 0
+        count = overflowed.sum()
+        self.overflow_total += count
+        self._window_overflows += count
+        return overflowed
 
     def diverged(self, non_finite: torch.Tensor) -> torch.Tensor:
         """(num_envs,) bool: non-finite, or out of ``env.divergence``'s bounds this step."""
@@ -83,13 +104,30 @@ class DivergenceGuard:
             self._check_window()
 
     def _check_window(self) -> None:
-        """Stop when most env steps of the window diverged (one host synchronisation per window)."""
+        """Stop when most env steps of the window diverged (one host synchronisation per window); warn, once per
+        window, of buffer overflows."""
         share = float(self._window) / (self.env.num_envs * self._window_steps)
         steps = self._window_steps
         self._window.zero_()
         self._window_steps = 0
+        if self.overflow_watched:
+            self._report_overflows(steps)
         if share > self.cfg.stop_fraction:
             raise PhysicsDivergedError(
                 f"the physics diverged in {share:.0%} of env steps over the last {steps} control steps "
                 f"(beyond env.divergence bounds, or non-finite): {likely_culprits(self.env.cfg)}"
             )
+
+    def _report_overflows(self, steps: int) -> None:
+        overflows = int(self._window_overflows)
+        if overflows:
+            settings = self.env.backend.overflow_settings
+            hit = torch.stack([((self._window_flags & flag) != 0).any() for flag in settings]).tolist()
+            bits = sum(flag for flag, on in zip(settings, hit) if on)
+            warnings.warn(
+                f"physics buffers overflowed in {overflows} env steps over the last {steps} control steps; those envs "
+                f"were reset and training goes on (Metrics/overflow_total): {self.env.backend.overflow_advice(bits)}",
+                stacklevel=2,
+            )
+        self._window_overflows.zero_()
+        self._window_flags.zero_()

@@ -47,6 +47,8 @@ from robolab.envs.terms import (
 )
 from robolab.envs.velocity_env_cfg import VelocityEnvCfg
 from robolab.rsl_rl_api import VecEnv
+from robolab.terrains.field import TerrainField
+from robolab.terrains.generator import generate
 
 __all__ = ["PhysicsDivergedError", "VelocityEnv", "likely_culprits"]
 
@@ -63,7 +65,18 @@ class VelocityEnv(VecEnv):
         self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt)
         reward_terms, termination_terms, events, command_terms, curricula = _bind_tables(cfg)
 
-        self.backend = make_backend(cfg.backend, cfg.robot, cfg.sim_dt, cfg.num_envs, cfg.device)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(cfg.seed)
+        terrain = generate(cfg.terrain) if cfg.terrain is not None else None
+        self.backend = make_backend(cfg.backend, cfg.robot, cfg.sim_dt, cfg.num_envs, cfg.device, terrain)
+        self.terrain = (
+            TerrainField(terrain, self.num_envs, self.device, self.generator, cfg.terrain.max_init_level)
+            if terrain is not None and cfg.terrain is not None
+            else None
+        )
+        """The generated terrain and each env's tile (None: the robot model's own floor, at height 0)."""
+        self.term_cache: dict = {}
+        """What terms compute once and keep (a height scan's pattern ...), by a key of their choosing."""
         self.robot = self.backend.robot
         self.num_actions = len(cfg.robot.joint_names)
         self.qpos_adr = torch.as_tensor(self.robot.qpos_adr, device=self.device)
@@ -73,8 +86,6 @@ class VelocityEnv(VecEnv):
         self.joint_lo, self.joint_hi = limits[:, 0], limits[:, 1]
         self._gravity = torch.tensor(GRAVITY_DIR, device=self.device)
         self.gait_scores = GaitScores(cfg.gaits or {}, list(cfg.robot.foot_bodies), self.device)
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(cfg.seed)
         self.physics_params: dict[str, torch.Tensor] = {}
         """Per-env values the events drew (``friction``, ``added_base_mass`` ...), for privileged observations."""
         self.divergence = DivergenceGuard(self)
@@ -91,6 +102,7 @@ class VelocityEnv(VecEnv):
 
         for event in self.events["startup"]:
             guarded(event.key, event.call, self, torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
+        self._refresh_state()  # the model's initial state, which curricula read at the first reset
         self._reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
         self._refresh_state()
         self.prev_joint_vel = self.state.joint_vel
@@ -121,6 +133,10 @@ class VelocityEnv(VecEnv):
         # Such an env is reset below, and its state of this step reaches neither the rewards, the observations
         # nor the AMP transitions.
         diverged = self.divergence.diverged(non_finite)
+        # An env whose physics left contacts out (buffers overflowed) is excluded and reset the same way; it is
+        # counted on its own, not as a divergence.
+        overflowed = self.divergence.overflowed()
+        excluded = diverged if overflowed is None else diverged | overflowed
         self.episode_length_buf += 1
         for command in self.command_terms.values():
             command.update()
@@ -128,16 +144,16 @@ class VelocityEnv(VecEnv):
         self.first_contact = self._update_air_time(self.foot_contact)
 
         terminated = [term.call(self) for term in self.termination_terms]
-        fell = _any([v for v, t in zip(terminated, self.termination_terms) if not t.cfg.time_out], diverged)
-        time_out = _any([v for v, t in zip(terminated, self.termination_terms) if t.cfg.time_out], None, diverged)
-        rewards = self._compute_rewards(diverged)
-        self._track_metrics(non_finite, diverged)
+        fell = _any([v for v, t in zip(terminated, self.termination_terms) if not t.cfg.time_out], excluded)
+        time_out = _any([v for v, t in zip(terminated, self.termination_terms) if t.cfg.time_out], None, excluded)
+        rewards = self._compute_rewards(excluded)
+        self._track_metrics(non_finite, diverged, excluded)
         self.episode_gait += self.gait_scores(self.foot_contact)
 
         dones = fell | time_out
         extras = {"time_outs": time_out & ~fell, "log": {}}
         if "amp" in self.observation_groups.names:  # the state each env reached, before any reset replaces it
-            extras["amp_next"] = self.observation_groups.compute(only="amp")["amp"].masked_fill(diverged[:, None], 0.0)
+            extras["amp_next"] = self.observation_groups.compute(only="amp")["amp"].masked_fill(excluded[:, None], 0.0)
         # Ended envs are reset by mask, every step, whether any ended or not: asking would wait for the GPU.
         self._log_episodes(extras["log"], dones, fell, terminated, non_finite, diverged)
         self._reset_envs(dones)
@@ -159,6 +175,32 @@ class VelocityEnv(VecEnv):
     def commands(self) -> torch.Tensor:
         """The velocity command (``cfg.velocity_command``): forward, lateral (m/s), yaw rate (rad/s)."""
         return self._velocity_command.command
+
+    @property
+    def env_origins(self) -> torch.Tensor:
+        """(num_envs, 3) where each env's episode starts: its terrain tile's centre, or the world origin."""
+        if self.terrain is None:
+            origins = self.term_cache.get("flat_origins")
+            if origins is None:
+                origins = self.term_cache["flat_origins"] = torch.zeros(self.num_envs, 3, device=self.device)
+            return origins
+        return self.terrain.env_origins
+
+    def ground_height(self, xy: torch.Tensor) -> torch.Tensor:
+        """Ground height (m) under world points ``xy`` (..., 2): the terrain's, or 0 on the model's flat floor."""
+        if self.terrain is None:
+            return torch.zeros(xy.shape[:-1], device=xy.device)
+        return self.terrain.height_at(xy)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """What a checkpoint keeps of the env beyond its RNG: the terrain curriculum's levels."""
+        return {} if self.terrain is None else {f"terrain.{k}": v for k, v in self.terrain.state_dict().items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        terrain = {k.removeprefix("terrain."): v for k, v in state.items() if k.startswith("terrain.")}
+        if self.terrain is not None and terrain:
+            self.terrain.load_state_dict(terrain)
+            # The restored levels place the next episodes; the envs running now started on the old ones.
 
     @property
     def non_finite_count(self) -> int:
@@ -267,8 +309,8 @@ class VelocityEnv(VecEnv):
         self.episode_sums += weighted
         return weighted.sum(dim=1)
 
-    def _track_metrics(self, non_finite: torch.Tensor, diverged: torch.Tensor) -> None:
-        error = kernels.lin_vel_tracking_error(self.commands, self.state.base_lin_vel).masked_fill(diverged, 0.0)
+    def _track_metrics(self, non_finite: torch.Tensor, diverged: torch.Tensor, excluded: torch.Tensor) -> None:
+        error = kernels.lin_vel_tracking_error(self.commands, self.state.base_lin_vel).masked_fill(excluded, 0.0)
         self.last_tracking_error = error
         self.episode_tracking_error += error
         self.episode_steps += 1
@@ -317,8 +359,12 @@ class VelocityEnv(VecEnv):
             log[f"Episode_Termination/{kind}"] = value
         log["Metrics/non_finite_total"] = torch.where(count > 0, self.divergence.non_finite_total.float(), nan)
         log["Metrics/diverged_total"] = torch.where(count > 0, self.divergence.diverged_total.float(), nan)
+        if self.divergence.overflow_watched:
+            log["Metrics/overflow_total"] = torch.where(count > 0, self.divergence.overflow_total.float(), nan)
         for name, value in self._curriculum_log.items():
-            if value is not None:
+            if isinstance(value, dict):
+                log.update({f"Curriculum/{name}/{k}" if k else f"Curriculum/{name}": v for k, v in value.items()})
+            elif value is not None:
                 log[f"Curriculum/{name}"] = value
 
     def _compute_observations(self, reset: torch.Tensor | None = None) -> TensorDict:

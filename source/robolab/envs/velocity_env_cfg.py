@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from robolab.assets.robot_cfg import RobotCfg
+from robolab.terrains.config import TerrainCfg
 from robolab.envs.terms import (
     CommandTermCfg,
     CurriculumTermCfg,
@@ -183,6 +184,8 @@ class VelocityEnvCfg:
     gaits: dict[str, list[list[str]]] | None = field(default_factory=dict)
     """Gait patterns scored per step from foot contacts (``robolab.envs.gaits.GaitScores``); null: none."""
     backend: BackendCfg = field(default_factory=BackendCfg)
+    terrain: TerrainCfg | None = None
+    """A generated terrain (``robolab.terrains``) in place of the robot model's floor plane; None: flat floor."""
     observations: dict[str, ObsGroupCfg] = field(default_factory=velocity_observations)
     rewards: dict[str, RewardTermCfg] = field(default_factory=velocity_rewards)
     terminations: dict[str, TerminationTermCfg] = field(default_factory=velocity_terminations)

@@ -5,6 +5,7 @@ import warnings
 
 from robolab.assets import RobotCfg, load_robot
 from robolab.envs.backends.base import PhysicsBackend
+from robolab.terrains.generator import TerrainMap
 
 BACKENDS = ("mujoco", "warp")
 AUTO = "auto"
@@ -27,13 +28,16 @@ def resolve_name(name: str, device: str) -> str:
     return "warp"
 
 
-def make_backend(cfg, robot_cfg: RobotCfg, sim_dt: float, num_envs: int, device: str) -> PhysicsBackend:
-    """Build the backend named by ``env.backend.name`` (``cfg`` is the env's ``BackendCfg``) with its robot model."""
+def make_backend(
+    cfg, robot_cfg: RobotCfg, sim_dt: float, num_envs: int, device: str, terrain: TerrainMap | None = None
+) -> PhysicsBackend:
+    """Build the backend named by ``env.backend.name`` (``cfg`` is the env's ``BackendCfg``) with its robot model,
+    standing on ``terrain`` (a generated height field) or on the model's own floor."""
     name = resolve_name(cfg.name, device)
     if name == "mujoco":
         from robolab.envs.backends.mujoco_backend import MujocoBackend
 
-        robot = load_robot(robot_cfg, timestep=sim_dt)
+        robot = load_robot(robot_cfg, timestep=sim_dt, terrain=terrain)
         return MujocoBackend(robot, num_envs, cfg.num_threads, device, cfg.num_variants)
     if name == "warp":
         try:
@@ -42,7 +46,7 @@ def make_backend(cfg, robot_cfg: RobotCfg, sim_dt: float, num_envs: int, device:
             message = f"env.backend.name='warp' needs MuJoCo Warp ({err}); pip install 'robolab[warp]'"
             raise ValueError(message) from None
         # The same sensor-equipped model as MuJoCo C's: MuJoCo Warp computes robolab's contact sensors itself.
-        robot = load_robot(robot_cfg, timestep=sim_dt)
+        robot = load_robot(robot_cfg, timestep=sim_dt, terrain=terrain)
         return WarpBackend(robot, num_envs, device, cfg.num_variants, cfg.nconmax, cfg.njmax)
     allowed = ", ".join(map(repr, (AUTO, *BACKENDS)))
     raise ValueError(f"env.backend.name={name!r} is not a known backend (allowed: {allowed})")

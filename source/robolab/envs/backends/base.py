@@ -55,6 +55,27 @@ class PhysicsBackend(ABC):
         ``group`` is ``"foot"``, ``"undesired"`` or ``"termination"`` (the bodies named in ``RobotCfg``).
         """
 
+    @abstractmethod
+    def contact_force_vectors(self, group: str) -> torch.Tensor:
+        """Net contact force on each body of ``group`` at the last physics step, world frame (num_envs, bodies, 3)."""
+
+    overflow_settings: dict[int, str] = {}
+    """Overflow bit -> the setting that sizes that buffer; empty for a backend whose buffers grow as needed."""
+
+    @property
+    def overflow_flags(self) -> torch.Tensor:
+        """(num_envs,) int bitmask of the buffers (``overflow_settings``' bits) that overflowed in each env during
+        the last step: that env's physics left contacts or constraints out. Zero where nothing overflowed."""
+        flags = getattr(self, "_no_overflow", None)
+        if flags is None:
+            flags = self._no_overflow = torch.zeros(self.num_envs, dtype=torch.int32, device=self.device)
+        return flags
+
+    def overflow_advice(self, bits: int) -> str:
+        """What to raise after overflows of ``bits`` (one line)."""
+        names = sorted({setting for flag, setting in self.overflow_settings.items() if bits & flag})
+        return f"raise {' and '.join(names)}" if names else ""
+
     @property
     @abstractmethod
     def joint_torques(self) -> torch.Tensor:

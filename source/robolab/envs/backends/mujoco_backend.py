@@ -106,6 +106,10 @@ class MujocoBackend(PhysicsBackend):
         forces = self._sensor[:, :, adr[:, None] + np.arange(3)]  # (N, decimation, bodies, 3)
         return self._torch(np.linalg.norm(forces, axis=-1).max(axis=1))
 
+    def contact_force_vectors(self, group: str) -> torch.Tensor:
+        adr = getattr(self.robot, f"{group}_sensor_adr")
+        return self._torch(self._sensor[:, -1, adr[:, None] + np.arange(3)])
+
     @property
     def joint_torques(self) -> torch.Tensor:
         return self._torch(self._sensor[:, -1, self.robot.torque_sensor_adr])

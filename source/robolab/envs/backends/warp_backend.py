@@ -25,9 +25,39 @@ from robolab.assets import RobotModel
 from robolab.envs.backends.base import PhysicsBackend, variant_blocks
 from robolab.envs.backends.warp_kernels import flag_non_finite_state, track_contact_peaks
 
-# The Newton solve runs a fixed, small number of iterations by design (MuJoCo C stops there silently too):
-# reaching it is no overflow worth a line per step. Real overflows (contacts, constraints) still warn.
-_QUIET_OVERFLOWS = mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS
+# What overflowed -> the setting that sizes it. An env whose buffers overflowed is reset (its physics left contacts
+# or constraints out) and counted; the env warns once per check window. The Newton solve's iteration limits are no
+# overflow: MuJoCo C stops there silently too.
+_OVERFLOW_SETTINGS: dict[int, str] = {
+    mjw.OverflowType.NEFC: "env.backend.njmax",
+    mjw.OverflowType.NJMAX_NNZ: "env.backend.njmax",
+    mjw.OverflowType.BROADPHASE: "env.backend.nconmax",
+    mjw.OverflowType.NARROWPHASE: "env.backend.nconmax",
+    mjw.OverflowType.CCD: "env.backend.nconmax",
+    mjw.OverflowType.HFIELD: "env.terrain.horizontal_scale (fewer height-field cells under a geom)",
+}
+_CONTACTS_PER_HFIELD_PAIR = 4
+"""MuJoCo Warp keeps at most this many contacts of one geom with a height field (collision_convex.py)."""
+
+
+def contact_capacity(model: mujoco.MjModel) -> tuple[int | None, int | None]:
+    """(nconmax, njmax) for a model on a height field: every robot geom that can touch the ground touching it with
+    MuJoCo Warp's most contacts per pair, each contact with its constraint rows, plus every joint limit. The most
+    the model can need, so a world never overflows; None (MuJoCo Warp's own estimate) for a model without one."""
+    hfields = [g for g in range(model.ngeom) if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_HFIELD]
+    if not hfields:
+        return None, None
+    ground_type = np.bitwise_or.reduce(model.geom_contype[hfields])
+    ground_affinity = np.bitwise_or.reduce(model.geom_conaffinity[hfields])
+    moving = model.geom_bodyid != 0
+    touches = moving & (
+        ((model.geom_contype & ground_affinity) != 0) | ((model.geom_conaffinity & ground_type) != 0)
+    )
+    contacts = int(touches.sum()) * _CONTACTS_PER_HFIELD_PAIR
+    condim = int(model.geom_condim[touches].max(initial=3))
+    rows_per_contact = 2 * (condim - 1) if model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL else condim
+    limits = int(model.jnt_limited.sum()) + int(model.neq) * 6
+    return max(contacts, 1), contacts * rows_per_contact + limits
 
 
 def warp_device_for(device: torch.device) -> wp.context.Device:
@@ -70,8 +100,12 @@ class WarpBackend(PhysicsBackend):
                     f"env.backend.name='warp' cannot simulate this robot model (MuJoCo Warp: {str(err).rstrip('.')}; "
                     "set by the model's <option> or elements): use env.backend=mujoco, or change it in the model"
                 ) from None
-            self._model.opt.warn_overflow = int(mjw.OverflowType.ALL & ~_QUIET_OVERFLOWS)
-            self._data = mjw.make_data(model, nworld=num_envs, nconmax=nconmax, njmax=njmax)
+            # robolab reports overflows itself (once per check window, with the setting to raise): no line per step.
+            self._model.opt.warn_overflow = 0
+            sized_nconmax, sized_njmax = contact_capacity(model)
+            self.nconmax = nconmax if nconmax is not None else sized_nconmax
+            self.njmax = njmax if njmax is not None else sized_njmax
+            self._data = mjw.make_data(model, nworld=num_envs, nconmax=self.nconmax, njmax=self.njmax)
             contact_adr = np.concatenate(
                 [robot.foot_sensor_adr, robot.undesired_sensor_adr, robot.termination_sensor_adr]
             ).astype(np.int32)
@@ -91,6 +125,9 @@ class WarpBackend(PhysicsBackend):
         self._ctrl, self._sensordata = wp.to_torch(d.ctrl), wp.to_torch(d.sensordata)
         self._resettable = [wp.to_torch(a) for a in (d.time, d.act, d.qacc_warmstart, d.qfrc_applied, d.xfrc_applied)]
         self._peak_view, self._non_finite_view = wp.to_torch(self._peak), wp.to_torch(self._non_finite)
+        self._overflow = wp.to_torch(d.overflow)
+        self._overflow_bits = int(sum(_OVERFLOW_SETTINGS))
+        self.overflow_settings = {int(flag): setting for flag, setting in _OVERFLOW_SETTINGS.items()}
         self._friction, self._mass = wp.to_torch(m.geom_friction), wp.to_torch(m.body_mass)
         self._nominal_friction = self._friction[0].clone()
         self._nominal_base_mass = float(robot.model.body_mass[robot.base_body_id])
@@ -98,6 +135,7 @@ class WarpBackend(PhysicsBackend):
         self._torque_adr = torch.as_tensor(robot.torque_sensor_adr, device=self.device)
         self._foot_pos_adr = torch.as_tensor(robot.foot_pos_sensor_adr[:, None] + np.arange(3), device=self.device)
 
+        self._vector_adr: dict[str, torch.Tensor] = {}
         self._graphs: dict[int, wp.context.Graph] = {}
         self._stream = wp.Stream(self.wp_device) if self.wp_device.is_cuda else None
         self._events = (wp.Event(self.wp_device), wp.Event(self.wp_device)) if self.wp_device.is_cuda else None
@@ -119,6 +157,7 @@ class WarpBackend(PhysicsBackend):
     def _physics_step(self, decimation: int) -> None:
         """The work of one control step, as warp launches (captured once into a graph on a GPU)."""
         self._non_finite.zero_()
+        self._data.overflow.zero_()  # sticky in MuJoCo Warp: this control step's overflows only
         num_sensors = self._peak.shape[1]
         for substep in range(decimation):
             mjw.step(self._model, self._data)
@@ -180,6 +219,21 @@ class WarpBackend(PhysicsBackend):
 
     def contact_forces(self, group: str) -> torch.Tensor:
         return self._peak_view[:, self._group_columns[group]]
+
+    def contact_force_vectors(self, group: str) -> torch.Tensor:
+        adr = getattr(self.robot, f"{group}_sensor_adr")
+        index = self._vector_adr.get(group)
+        if index is None:
+            index = self._vector_adr[group] = torch.as_tensor(adr[:, None] + np.arange(3), device=self.device)
+        return self._sensordata[:, index]
+
+    @property
+    def overflow_flags(self) -> torch.Tensor:
+        return self._overflow & self._overflow_bits
+
+    def overflow_advice(self, bits: int) -> str:
+        sizes = f"now nconmax={self.nconmax}, njmax={self.njmax} per env (null: MuJoCo Warp's own estimate)"
+        return f"{super().overflow_advice(bits)}; {sizes}"
 
     @property
     def joint_torques(self) -> torch.Tensor:

@@ -6,6 +6,7 @@ any importable module (``func: mypkg.terms:bonus``): see ``robolab.envs.terms``.
 
 from robolab.envs.mdp import kernels
 from robolab.envs.mdp.commands import UniformVelocityCommand
+from robolab.envs.mdp.curricula import terrain_levels
 from robolab.envs.mdp.events import (
     push_by_setting_velocity,
     randomize_base_mass,
@@ -18,6 +19,7 @@ from robolab.envs.mdp.observations import (
     base_lin_vel,
     foot_contact,
     generated_commands,
+    height_scan,
     joint_pos_rel,
     joint_vel,
     last_action,
@@ -27,7 +29,9 @@ from robolab.envs.mdp.observations import (
 from robolab.envs.mdp.rewards import (
     action_rate_l2,
     ang_vel_xy_l2,
+    base_height_l2,
     feet_air_time,
+    feet_stumble,
     flat_orientation_l2,
     joint_acc_l2,
     joint_torques_l2,
@@ -36,7 +40,7 @@ from robolab.envs.mdp.rewards import (
     track_lin_vel_xy_exp,
     undesired_contacts,
 )
-from robolab.envs.mdp.terminations import base_height_below, illegal_contact, time_out
+from robolab.envs.mdp.terminations import base_height_below, illegal_contact, terrain_out_of_bounds, time_out
 
 __all__ = [
     "UniformVelocityCommand",
@@ -45,11 +49,14 @@ __all__ = [
     "ang_vel_xy_l2",
     "base_ang_vel",
     "base_height_below",
+    "base_height_l2",
     "base_lin_vel",
     "feet_air_time",
+    "feet_stumble",
     "flat_orientation_l2",
     "foot_contact",
     "generated_commands",
+    "height_scan",
     "illegal_contact",
     "joint_acc_l2",
     "joint_pos_rel",
@@ -64,6 +71,8 @@ __all__ = [
     "randomize_base_mass",
     "randomize_friction",
     "reset_robot_state",
+    "terrain_levels",
+    "terrain_out_of_bounds",
     "time_out",
     "track_ang_vel_z_exp",
     "track_lin_vel_xy_exp",

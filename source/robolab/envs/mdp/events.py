@@ -44,17 +44,28 @@ def reset_robot_state(
     yaw_range: tuple[float, float],
     joint_pos_scale: tuple[float, float],
     base_velocity: float,
+    position_range: float = 0.0,
 ) -> None:
-    """Reset: the base at ``robot.init_base_height`` with a yaw from ``yaw_range``, the default joint pose scaled per
-    joint by a factor from ``joint_pos_scale`` (clamped to the joint ranges), base linear and angular velocities
-    uniform in [-base_velocity, base_velocity]."""
+    """Reset: the base ``robot.init_base_height`` above the env's origin (its terrain tile's centre; the world origin
+    on a flat floor), shifted by up to ``position_range`` m in x and y, with a yaw from ``yaw_range``; the default
+    joint pose scaled per joint by a factor from ``joint_pos_scale`` (clamped to the joint ranges); base linear and
+    angular velocities uniform in [-base_velocity, base_velocity]."""
     yaw_lo, yaw_hi = check_range("yaw_range", yaw_range)
     scale_lo, scale_hi = check_range("joint_pos_scale", joint_pos_scale)
     if base_velocity < 0:
         raise ValueError(f"base_velocity={base_velocity}: a half-width, must be >= 0")
+    if position_range < 0:
+        raise ValueError(f"position_range={position_range}: a half-width, must be >= 0")
     n, model = env.num_envs, env.robot.model
     qpos = torch.zeros(n, model.nq, device=env.device)
-    qpos[:, 2] = env.cfg.robot.init_base_height
+    if env.terrain is None and position_range == 0:  # every env at the flat floor's origin: nothing per env
+        qpos[:, 2] = env.cfg.robot.init_base_height
+    else:
+        xy = env.env_origins[:, :2]
+        if position_range > 0:
+            xy = xy + env.uniform(-position_range, position_range, n, 2)
+        qpos[:, :2] = xy
+        qpos[:, 2] = env.ground_height(xy) + env.cfg.robot.init_base_height
     qpos[:, 3:7] = yaw_quat(env.uniform(yaw_lo, yaw_hi, n))
     scale = env.uniform(scale_lo, scale_hi, n, env.num_actions)
     qpos[:, env.qpos_adr] = torch.clamp(env.default_joint_pos * scale, env.joint_lo, env.joint_hi)

@@ -57,6 +57,51 @@ def foot_contact(env) -> torch.Tensor:
     return env.foot_contact.float()
 
 
+def scan_pattern(env, size: tuple[float, float], resolution: float) -> torch.Tensor:
+    """(points, 2) offsets of a grid ``size`` metres (x, y) at ``resolution`` m, centred on 0, x slowest."""
+    key = ("scan_pattern", tuple(size), resolution)
+    pattern = env.term_cache.get(key)
+    if pattern is None:
+        if resolution <= 0:
+            raise ValueError(f"resolution={resolution}: must be > 0 m")
+        if len(size) != 2 or min(size) < 0:
+            raise ValueError(f"size={list(size)}: expected [x, y], two lengths >= 0 m")
+        terrain = env.terrain
+        if terrain is not None:
+            extent = terrain.map.extent
+            if size[0] >= extent[0] or size[1] >= extent[1]:
+                raise ValueError(
+                    f"size={list(size)}: the scan is larger than the terrain ({extent[0]:g} x {extent[1]:g} m)"
+                )
+        xs = torch.arange(round(size[0] / resolution) + 1, device=env.device) * resolution - size[0] / 2
+        ys = torch.arange(round(size[1] / resolution) + 1, device=env.device) * resolution - size[1] / 2
+        pattern = env.term_cache[key] = torch.cartesian_prod(xs, ys).float()
+    return pattern
+
+
+def scan_points(env, size: tuple[float, float], resolution: float) -> torch.Tensor:
+    """(num_envs, points, 2) world xy of the scan grid, turned with the base's yaw (not its roll or pitch: the scan
+    looks straight down), centred on the base."""
+    pattern = scan_pattern(env, size, resolution)
+    q = env.state.base_quat
+    w, x, y, z = q.unbind(-1)
+    heading = torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    cos, sin = heading.cos()[:, None], heading.sin()[:, None]
+    px, py = pattern[:, 0], pattern[:, 1]
+    base = env.state.base_pos
+    return torch.stack([base[:, :1] + cos * px - sin * py, base[:, 1:2] + sin * px + cos * py], dim=-1)
+
+
+def height_scan(
+    env, size: tuple[float, float] = (1.6, 1.0), resolution: float = 0.1, offset: float = 0.5
+) -> torch.Tensor:
+    """Base height above the ground at each point of a grid around the base, minus ``offset`` (Isaac Lab's
+    convention: about 0 under a standing robot), (num_envs, points). Read from the terrain's height map, the ground
+    the physics stands on (exact, on the device); 0-height ground on a flat floor."""
+    points = scan_points(env, size, resolution)
+    return env.state.base_pos[:, 2:3] - env.ground_height(points) - offset
+
+
 def amp_state(env, terms: list[str]) -> torch.Tensor:
     """The AMP discriminator's state features (``robolab.amp.features``: the clips are built from the same)."""
     check_terms(terms)

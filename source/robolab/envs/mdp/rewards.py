@@ -51,3 +51,15 @@ def undesired_contacts(env, threshold: float = 1.0, body_group: str = "undesired
 
 def flat_orientation_l2(env) -> torch.Tensor:
     return kernels.flat_orientation_l2(env.state.projected_gravity)
+
+
+def feet_stumble(env, ratio: float = 4.0, body_group: str = "foot") -> torch.Tensor:
+    """1 when a foot is pushed sideways harder than ``ratio`` times it is held up (it hit a riser or a box edge)."""
+    force = torch.nan_to_num(env.backend.contact_force_vectors(body_group))
+    return (force[..., :2].norm(dim=-1) > ratio * force[..., 2].abs()).any(dim=1).float()
+
+
+def base_height_l2(env, target_height: float) -> torch.Tensor:
+    """(height of the base above the ground beneath it - ``target_height``)^2."""
+    base = env.state.base_pos
+    return (base[:, 2] - env.ground_height(base[:, :2]) - target_height).square()

@@ -16,5 +16,20 @@ def illegal_contact(env, threshold: float = 1.0, body_group: str = "termination"
 
 
 def base_height_below(env, min_height: float) -> torch.Tensor:
-    """The base is lower than ``min_height`` m (world z)."""
-    return env.state.base_pos[:, 2] < min_height
+    """The base is lower than ``min_height`` m above the ground beneath it (world z on a flat floor)."""
+    base = env.state.base_pos
+    if env.terrain is None:
+        return base[:, 2] < min_height
+    return base[:, 2] - env.ground_height(base[:, :2]) < min_height
+
+
+def terrain_out_of_bounds(env, distance_buffer: float = 1.0) -> torch.Tensor:
+    """The base came within ``distance_buffer`` m of the terrain's outer edge (beyond it there is no ground); never
+    on a flat floor, which is unbounded."""
+    if env.terrain is None:
+        return torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
+    extent = env.terrain.map.extent
+    if not 0 <= distance_buffer < min(extent) / 2:
+        raise ValueError(f"distance_buffer={distance_buffer}: must be >= 0 and under half the terrain's size")
+    half = torch.tensor(extent, device=env.device) / 2 - distance_buffer
+    return (env.state.base_pos[:, :2].abs() > half).any(dim=1)

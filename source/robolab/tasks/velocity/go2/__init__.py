@@ -31,3 +31,33 @@ register_task(
     hydra_task="go2_flat_amp",
     description="Go2-class quadruped, flat ground: velocity tracking with an adversarial trot prior (AMP)",
 )
+
+register_task(
+    "RoboLab-Velocity-Rough-Go2-v0",
+    env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2RoughEnvCfg",
+    hydra_task="go2_rough",
+    description="Go2-class quadruped, generated rough terrain with a curriculum, perceptive (height scan)",
+    agents={"rsl_rl_amp_cfg_entry_point": "go2_rough_amp"},
+)
+
+register_task(
+    "RoboLab-Velocity-Rough-Go2-Blind-v0",
+    env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2RoughBlindEnvCfg",
+    hydra_task="go2_rough_blind",
+    description="Go2-class quadruped, generated rough terrain: proprioceptive policy (the critic sees the scan)",
+)
+
+register_task(
+    "RoboLab-Velocity-Rough-Go2-Teacher-v0",
+    env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2RoughEnvCfg",
+    hydra_task="go2_rough_teacher",
+    description="Go2-class quadruped, rough terrain: PPO teacher on exact proprioception and height scan",
+    agents={"rsl_rl_distillation_cfg_entry_point": "go2_rough_distillation"},
+)
+
+register_task(
+    "RoboLab-Velocity-Rough-Go2-Distillation-v0",
+    env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2RoughBlindEnvCfg",
+    hydra_task="go2_rough_distillation",
+    description="Go2-class quadruped, rough terrain: blind student distilled from a height-scan teacher",
+)

@@ -1,4 +1,5 @@
-"""The Go2 velocity tasks: the built-in Go2-class robot's names and gains, its gait patterns, its env config."""
+"""The Go2 velocity tasks: the built-in Go2-class robot's names and gains, its gait patterns, its env configs on flat
+ground and on the generated rough terrain."""
 
 from __future__ import annotations
 
@@ -6,7 +7,17 @@ from dataclasses import dataclass, field
 
 from robolab.assets.go2 import LEGS
 from robolab.assets.robot_cfg import RobotCfg
-from robolab.envs.velocity_env_cfg import VelocityEnvCfg
+from robolab.envs.terms import CurriculumTermCfg, EventTermCfg, ObsGroupCfg, ObsTermCfg, RewardTermCfg, TerminationTermCfg
+from robolab.envs.velocity_env_cfg import (
+    BackendCfg,
+    VelocityEnvCfg,
+    velocity_events,
+    velocity_policy_terms,
+    velocity_privileged_terms,
+    velocity_rewards,
+    velocity_terminations,
+)
+from robolab.terrains.config import TerrainCfg
 
 
 def go2_robot_cfg() -> RobotCfg:
@@ -40,3 +51,72 @@ class Go2FlatEnvCfg(VelocityEnvCfg):
 
     robot: RobotCfg = field(default_factory=go2_robot_cfg)
     gaits: dict[str, list[list[str]]] | None = field(default_factory=quadruped_gaits)
+
+
+def height_scan_term(noise: float = 0.0) -> ObsTermCfg:
+    """The ground around the base: 1.6 x 1.0 m at 0.1 m (187 points), clipped to +-1 m (Isaac Lab's rough Go2)."""
+    return ObsTermCfg(func="height_scan", params={"size": (1.6, 1.0), "resolution": 0.1}, noise=noise, clip=(-1.0, 1.0))
+
+
+def rough_observations(perceptive: bool) -> dict[str, ObsGroupCfg]:
+    """``policy``: noisy proprioception, plus the noisy height scan when ``perceptive``; ``teacher``: the perceptive
+    policy's terms, exact (so a perceptive policy, or the teacher task's, distils into a blind student); ``critic``:
+    everything exact, privileged physics and the scan included."""
+    proprio = velocity_policy_terms()
+    policy = {**proprio, "height_scan": height_scan_term(noise=0.1)} if perceptive else proprio
+    teacher = {**velocity_policy_terms(), "height_scan": height_scan_term()}
+    critic = {**velocity_policy_terms(), **velocity_privileged_terms(), "height_scan": height_scan_term()}
+    return {
+        "policy": ObsGroupCfg(terms=policy),
+        "critic": ObsGroupCfg(terms=critic, enable_corruption=False),
+        "teacher": ObsGroupCfg(terms=teacher, enable_corruption=False),
+    }
+
+
+def rough_rewards() -> dict[str, RewardTermCfg]:
+    """Isaac Lab's rough Go2 weights: level-base and undesired-contact penalties off (slopes tilt the base, stairs
+    touch the thighs), a small air-time reward."""
+    rewards = velocity_rewards()
+    rewards["feet_air_time"].weight = 0.01
+    del rewards["undesired_contacts"], rewards["flat_orientation"]
+    return rewards
+
+
+def rough_terminations() -> dict[str, TerminationTermCfg]:
+    """The flat task's (base height now above the ground beneath), and leaving the terrain."""
+    return {**velocity_terminations(), "out_of_terrain": TerminationTermCfg(func="terrain_out_of_bounds")}
+
+
+def rough_events() -> dict[str, EventTermCfg]:
+    """No pushes (Isaac Lab's rough Go2); the start shifted up to 0.5 m within the tile's central platform."""
+    events = velocity_events()
+    del events["push_robot"]
+    events["reset_robot"].params["position_range"] = 0.5
+    return events
+
+
+def rough_backend() -> BackendCfg:
+    """16 physics variants on MuJoCo C: each copy of the model holds the terrain's height field (~23 MB)."""
+    return BackendCfg(num_variants=16)
+
+
+@dataclass
+class Go2RoughEnvCfg(Go2FlatEnvCfg):
+    """The Go2-class robot on the generated rough terrain with its curriculum; the policy sees a height scan."""
+
+    terrain: TerrainCfg | None = field(default_factory=TerrainCfg)
+    backend: BackendCfg = field(default_factory=rough_backend)
+    observations: dict[str, ObsGroupCfg] = field(default_factory=lambda: rough_observations(perceptive=True))
+    rewards: dict[str, RewardTermCfg] = field(default_factory=rough_rewards)
+    terminations: dict[str, TerminationTermCfg] = field(default_factory=rough_terminations)
+    events: dict[str, EventTermCfg] = field(default_factory=rough_events)
+    curricula: dict[str, CurriculumTermCfg] = field(
+        default_factory=lambda: {"terrain_level": CurriculumTermCfg(func="terrain_levels")}
+    )
+
+
+@dataclass
+class Go2RoughBlindEnvCfg(Go2RoughEnvCfg):
+    """The rough task with a proprioceptive policy (the critic and the teacher group still read the scan)."""
+
+    observations: dict[str, ObsGroupCfg] = field(default_factory=lambda: rough_observations(perceptive=False))

@@ -1,0 +1,63 @@
+"""The terrain's config: a grid of tiles, rows of rising difficulty, columns of terrain types.
+
+Every field is an ``env.terrain.*`` Hydra override (``env.terrain.num_rows=5``,
+``env.terrain.types.stairs_up.params.step_height_range=[0.05,0.15]``, ``~env.terrain.types.boxes``); a type is a
+tile height function (``robolab.terrains.tiles``, or ``module:function`` of a user's own) with its parameters and
+its share of the columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class TerrainTypeCfg:
+    func: Any = "flat"
+    """A function of ``robolab.terrains.tiles`` by name, or ``module:function``."""
+    proportion: float = 1.0
+    """Share of the grid's columns (normalised over the types)."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of ``func``; a ``(low, high)`` range spans the rows' difficulties."""
+
+
+def rough_terrain_types() -> dict[str, TerrainTypeCfg]:
+    """The field's standard mix (Isaac Lab's and legged_gym's rough terrain), named by what a robot that walks out
+    of a tile's centre meets: stairs and slopes up and down, random rough ground, boxes, and some flat."""
+    return {
+        "flat": TerrainTypeCfg(func="flat", proportion=0.1),
+        "random_rough": TerrainTypeCfg(func="random_rough", proportion=0.15, params={"amplitude_range": (0.02, 0.10)}),
+        "slope_up": TerrainTypeCfg(
+            func="pyramid_slope", proportion=0.125, params={"slope_deg_range": (0.0, 25.0), "inverted": True}
+        ),
+        "slope_down": TerrainTypeCfg(func="pyramid_slope", proportion=0.125, params={"slope_deg_range": (0.0, 25.0)}),
+        "stairs_up": TerrainTypeCfg(
+            func="pyramid_stairs", proportion=0.2, params={"step_height_range": (0.05, 0.20), "inverted": True}
+        ),
+        "stairs_down": TerrainTypeCfg(
+            func="pyramid_stairs", proportion=0.15, params={"step_height_range": (0.05, 0.20)}
+        ),
+        "boxes": TerrainTypeCfg(func="discrete_obstacles", proportion=0.15, params={"height_range": (0.05, 0.20)}),
+    }
+
+
+@dataclass
+class TerrainCfg:
+    """A generated height-field terrain (``robolab.terrains.generator``); the same seed gives the same terrain."""
+
+    tile_size: tuple[float, float] = (8.0, 8.0)
+    """Metres along x (rows) and y (columns)."""
+    num_rows: int = 10
+    """Difficulty levels, from 0 (easiest) along +x."""
+    num_cols: int = 20
+    """Tiles per level; the types share them by ``proportion``."""
+    horizontal_scale: float = 0.05
+    """Metres between two height samples (a stair's riser spans one)."""
+    border_width: float = 3.0
+    """Flat ground around the grid (m)."""
+    seed: int = 0
+    """The terrain's own seed (every rank of a run builds the same terrain, whatever its env seed)."""
+    max_init_level: int = 5
+    """New envs start on a random level in [0, min(max_init_level, num_rows - 1)]; the curriculum moves them."""
+    types: dict[str, TerrainTypeCfg] = field(default_factory=rough_terrain_types)
