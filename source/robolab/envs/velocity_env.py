@@ -157,6 +157,7 @@ class VelocityEnv(VecEnv):
         # Ended envs are reset by mask, every step, whether any ended or not: asking would wait for the GPU.
         self._log_episodes(extras["log"], dones, fell, terminated, non_finite, diverged)
         self._reset_envs(dones)
+        self._log_curricula(extras["log"])
         self._refresh_state()
         self._fire_interval_events()
         self.last_actions = actions.masked_fill(dones[:, None], 0.0)
@@ -361,6 +362,9 @@ class VelocityEnv(VecEnv):
         log["Metrics/diverged_total"] = torch.where(count > 0, self.divergence.diverged_total.float(), nan)
         if self.divergence.overflow_watched:
             log["Metrics/overflow_total"] = torch.where(count > 0, self.divergence.overflow_total.float(), nan)
+
+    def _log_curricula(self, log: dict) -> None:
+        """What each curriculum term returned at this step's reset (its state for the episodes starting now)."""
         for name, value in self._curriculum_log.items():
             if isinstance(value, dict):
                 log.update({f"Curriculum/{name}/{k}" if k else f"Curriculum/{name}": v for k, v in value.items()})

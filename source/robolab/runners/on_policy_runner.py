@@ -141,11 +141,21 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         return obs, collect_s
 
     def _save_iteration(self, it: int) -> bool:
-        """``model_<it>.pt`` on the rank that writes; True when this rank wrote it."""
-        if self.logger.writer is None or self.logger.log_dir is None:
-            return False
-        self.save(os.path.join(self.logger.log_dir, f"model_{it}.pt"))
+        """``model_<it>.pt``, written by the rank that writes. Every rank calls it (their env states are gathered
+        into the file) and every rank gets True: the iteration is saved."""
+        env_state = self._gather_env_state()
+        if self.logger.writer is not None and self.logger.log_dir is not None:
+            self.save(os.path.join(self.logger.log_dir, f"model_{it}.pt"), env_state=env_state)
         return True
+
+    def _gather_env_state(self) -> list[dict] | None:
+        """Every rank's ``env.state_dict()`` (the terrain curriculum's levels), rank order; None for an env that
+        keeps none (the same on every rank: they run one task)."""
+        state = self.env.state_dict() if hasattr(self.env, "state_dict") else {}
+        if not state:
+            return None
+        local = {key: value.detach().cpu() for key, value in state.items()}
+        return distributed.all_gather_object(local) if self.is_distributed else [local]
 
     # --- replication ------------------------------------------------------------------------------------
     def _maybe_check_replication(self, it: int) -> None:
@@ -185,8 +195,15 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             },
         }
 
-    def save(self, path: str, infos: dict | None = None) -> None:
+    def save(self, path: str, infos: dict | None = None, env_state: list[dict] | None = None) -> None:
+        """A checkpoint at ``path``, written atomically; ``env_state``: every rank's env state (``_gather_env_state``;
+        without it, this rank's alone)."""
         saved = self.alg.save()
+        if env_state is None and not self.is_distributed and hasattr(self.env, "state_dict"):
+            local = self.env.state_dict()
+            env_state = [{key: value.detach().cpu() for key, value in local.items()}] if local else None
+        if env_state is not None:
+            saved["env_state"] = env_state
         saved["identity"] = self.identity()
         saved["iter"] = self.current_learning_iteration
         saved["infos"] = infos
@@ -210,8 +227,19 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             # model_<it>.pt is the state after iteration it: continue with the next one.
             self.current_learning_iteration = loaded["iter"] + 1
             self.planned_final_iteration = loaded.get("final_iteration")
+            self._restore_env_state(loaded.get("env_state"))
         self._restore_rng(loaded.get("rng_state"), loaded.get("world_size", 1))
         return loaded.get("infos")
+
+    def _restore_env_state(self, states: list[dict] | None) -> None:
+        """Each rank resumes its own saved env state; with another number of ranks, every rank reads all ranks'
+        states together (the env spreads them over its envs: the curriculum's level distribution is kept)."""
+        if not states or not hasattr(self.env, "load_state_dict"):
+            return
+        if len(states) == self.gpu_world_size:
+            self.env.load_state_dict(states[self.gpu_global_rank])
+        else:
+            self.env.load_state_dict({key: torch.cat([s[key] for s in states]) for key in states[0]})
 
     def _restore_rng(self, state: dict | None, saved_world_size: int) -> None:
         # Only rank 0's streams are in the file; replaying them on every rank would make all ranks sample the

@@ -66,7 +66,7 @@ class TerrainField:
 
     # --- checkpoints ----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {"levels": self.levels.clone(), "types": self.types.clone()}
+        return {"levels": self.levels.clone()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Levels saved by a run of any size: resumed as saved when the env counts match, else each env takes the

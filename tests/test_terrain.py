@@ -1,0 +1,251 @@
+"""The generated terrain: the same seed gives the same bytes, the heights the env reads are the ground MuJoCo
+stands on, every tile type has the shape its parameters ask for, bad settings are one-line errors, the curriculum
+moves envs up and down, and its levels survive a checkpoint (one rank and two)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from conftest import TINY, clean_env, run, train_cmd
+from robolab import checkpoint
+from robolab.assets import load_robot
+from robolab.envs import VelocityEnv
+from robolab.envs.terms import TermError, TerminationTermCfg
+from robolab.launch import TrainOptions
+from robolab.terrains import TerrainCfg, TerrainTypeCfg, generate
+from robolab.terrains.field import TerrainField
+from robolab.tasks.velocity.go2.env_cfgs import Go2RoughEnvCfg, go2_robot_cfg
+
+SMALL = {"num_rows": 3, "num_cols": 7, "tile_size": (4.0, 4.0), "border_width": 1.0}
+"""A terrain with every default type, small enough to build in a blink (the tests' and CI's rough runs)."""
+SMALL_OVERRIDES = [
+    "env.terrain.num_rows=3",
+    "env.terrain.num_cols=7",
+    "env.terrain.tile_size=[4.0,4.0]",
+    "env.terrain.border_width=1.0",
+]
+
+
+def small_terrain(**changes) -> TerrainCfg:
+    return dataclasses.replace(TerrainCfg(**SMALL), **changes)
+
+
+def test_the_same_seed_gives_the_same_terrain_byte_for_byte_and_another_seed_another():
+    first, again, other = generate(small_terrain()), generate(small_terrain()), generate(small_terrain(seed=1))
+    assert first.heights.tobytes() == again.heights.tobytes()
+    assert first.tile_origins.tobytes() == again.tile_origins.tobytes()
+    assert first.heights.tobytes() != other.heights.tobytes()  # the random types differ
+    assert first.type_names == ["flat", "random_rough", "slope_up", "slope_down", "stairs_up", "stairs_down", "boxes"]
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_heights_on_the_device_are_the_ground_mujoco_stands_on(seed):
+    terrain = generate(small_terrain(seed=seed))
+    robot = load_robot(go2_robot_cfg(), terrain=terrain)
+    data = mujoco.MjData(robot.model)
+    mujoco.mj_forward(robot.model, data)
+    rng = np.random.default_rng(seed)
+    x0, y0 = terrain.origin
+    ex, ey = terrain.extent
+    points = np.stack([rng.uniform(x0, x0 + ex, 300), rng.uniform(y0, y0 + ey, 300)], axis=1)
+    geom = np.zeros(1, dtype=np.int32)
+    top = 10.0
+    ray = [
+        top - mujoco.mj_ray(robot.model, data, np.array([x, y, top]), np.array([0.0, 0.0, -1.0]), None, 1, -1, geom)
+        for x, y in points
+    ]
+    field = TerrainField(terrain, 4, torch.device("cpu"), torch.Generator().manual_seed(0), 0)
+    ours = field.height_at(torch.tensor(points, dtype=torch.float32))
+    np.testing.assert_allclose(ours.numpy(), np.array(ray), atol=2e-5)
+
+
+def test_each_type_has_the_shape_its_parameters_ask_for():
+    cfg = small_terrain(tile_size=(8.0, 8.0))  # the default tiles: 8 rings of stairs around a 3 m platform
+    terrain = generate(cfg)
+    h, half = terrain.spacing, cfg.tile_size[0] / 2
+    field = TerrainField(terrain, 7, torch.device("cpu"), torch.Generator().manual_seed(0), 0)
+    top = terrain.tile_origins[-1]  # the hardest row: difficulty 1
+
+    def profile(col: int, offsets) -> np.ndarray:
+        xy = torch.tensor([[top[col, 0] + d, top[col, 1]] for d in offsets], dtype=torch.float32)
+        return field.height_at(xy).numpy()
+
+    names = terrain.type_names
+    # stairs up: walking out of the centre, each 0.3 m ring is one 0.20 m step higher
+    stairs = profile(names.index("stairs_up"), [1.5 + 0.15, 1.5 + 0.45, 1.5 + 0.75])
+    outer = profile(names.index("stairs_up"), [half - 0.01])
+    np.testing.assert_allclose(np.diff(stairs), [0.20, 0.20], atol=1e-5)
+    assert outer[0] == pytest.approx(0.0, abs=1e-5)  # tiles meet at height 0
+    stairs_down = profile(names.index("stairs_down"), [1.5 + 0.15, 1.5 + 0.45])
+    assert np.diff(stairs_down)[0] == pytest.approx(-0.20, abs=1e-5)
+    # slopes: 25 degrees at the hardest row, rising (up) or falling (down) away from the centre
+    for name, sign in (("slope_up", 1.0), ("slope_down", -1.0)):
+        a, b = profile(names.index(name), [1.2, 1.7])
+        assert math.degrees(math.atan2(sign * (b - a), 0.5)) == pytest.approx(25.0, abs=0.1)
+    # every tile starts the robot on level ground at its centre
+    for col in range(7):
+        ring = profile(col, [-0.3, 0.0, 0.3])
+        if names[col] != "random_rough":
+            np.testing.assert_allclose(ring, ring[1], atol=1e-5)
+    # random rough: bumps within the hardest row's amplitude (0.10 m); flat: flat
+    rough = profile(names.index("random_rough"), np.linspace(-half + h, half - h, 50))
+    assert 0.02 < rough.max() - rough.min() <= 0.10 + 1e-5
+    assert profile(names.index("flat"), [-1.0, 0.0, 1.5]).tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"num_rows": 0}, "env.terrain.num_rows=0: must be an integer >= 1"),
+        ({"num_cols": 0}, "env.terrain.num_cols=0: must be an integer >= 1"),
+        ({"tile_size": (4.0, -1.0)}, "env.terrain.tile_size=[4.0, -1.0]: expected [x, y], two positive lengths"),
+        ({"horizontal_scale": 0.0}, "env.terrain.horizontal_scale=0.0: must be a positive length"),
+        ({"horizontal_scale": 0.07}, "env.terrain.tile_size=4.0: must be a multiple of horizontal_scale=0.07"),
+        ({"border_width": -1.0}, "env.terrain.border_width=-1.0: must be >= 0"),
+        ({"types": {}}, "env.terrain.types is empty"),
+        ({"types": {"a": TerrainTypeCfg(proportion=0.0)}}, "env.terrain.types: the proportions sum to 0"),
+        (
+            {"types": {"s": TerrainTypeCfg(func="pyramid_stairs", params={"step_height_range": (-0.1, 0.2)})}},
+            "env.terrain.types.s.params.step_height_range=[-0.1, 0.2]: the low end must be >= 0",
+        ),
+        (
+            {"types": {"s": TerrainTypeCfg(func="pyramid_stairs", params={"platform_width": 5.0})}},
+            "env.terrain.types.s.params.platform_width=5.0: must be >= 0 and smaller than the tile",
+        ),
+        ({"types": {"s": TerrainTypeCfg(func="volcano")}}, "env.terrain.types.s: func='volcano': robolab.terrains"),
+        (
+            {"types": {"s": TerrainTypeCfg(func="flat", params={"height": 1.0})}},
+            "env.terrain.types.s: unknown parameter 'height'",
+        ),
+    ],
+)
+def test_a_bad_terrain_setting_is_a_one_line_error_naming_it(changes, message):
+    with pytest.raises(ValueError) as err:
+        generate(small_terrain(**changes))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def rough_env(num_envs: int = 8, **changes) -> VelocityEnv:
+    cfg = Go2RoughEnvCfg(num_envs=num_envs, terrain=small_terrain(), **changes)
+    cfg.backend.num_threads = 1
+    return VelocityEnv(cfg)
+
+
+def test_a_height_scan_larger_than_the_terrain_is_a_one_line_error():
+    cfg = Go2RoughEnvCfg(num_envs=2, terrain=small_terrain())
+    cfg.observations["policy"].terms["height_scan"].params["size"] = (40.0, 1.0)
+    with pytest.raises(TermError) as err:
+        VelocityEnv(cfg)
+    assert str(err.value).startswith("env.observations.policy.terms.height_scan.params.size=[40.0, 1.0]: the scan")
+
+
+def test_the_height_scan_reads_the_ground_around_the_base_turned_with_its_yaw():
+    env = rough_env(num_envs=7)
+    obs = env.get_observations()
+    scan = obs["critic"][:, -187:]  # the exact scan is the critic's last term
+    # Under a robot standing on its tile's flat centre, the scan is base height - ground - 0.5 m around the base.
+    base = env.state.base_pos
+    expected_centre = base[:, 2] - env.ground_height(base[:, :2]) - 0.5
+    torch.testing.assert_close(scan[:, 187 // 2], expected_centre.clamp(-1, 1), atol=1e-5, rtol=0)
+    # A point 0.8 m ahead in the base's heading frame: check one against a direct lookup.
+    from robolab.envs.mdp.observations import scan_points
+
+    points = scan_points(env, (1.6, 1.0), 0.1)
+    heading = points[:, -6] - points[:, 5]  # from the rear-middle to the front-middle point
+    assert torch.allclose(heading.norm(dim=1), torch.full((7,), 1.6), atol=1e-5)
+
+
+def test_the_curriculum_moves_walkers_up_and_standers_down_with_a_scripted_policy():
+    terrain = small_terrain(num_rows=4, num_cols=2, types={"flat": TerrainTypeCfg()}, max_init_level=2)
+    cfg = Go2RoughEnvCfg(num_envs=8, terrain=terrain, episode_length_s=1.0, seed=3)
+    cfg.backend.num_threads = 1
+    cfg.terminations = {"time_out": TerminationTermCfg(func="time_out", time_out=True)}
+    cfg.events["reset_robot"].params["position_range"] = 0.0
+    cfg.commands["base_velocity"].params.update(
+        {"lin_vel_x": (1.0, 1.0), "lin_vel_y": (0.0, 0.0), "ang_vel_z": (0.0, 0.0), "standing_fraction": 0.0}
+    )
+    env = VelocityEnv(cfg)
+    walkers = torch.arange(8) % 2 == 0
+    before = env.terrain.levels.clone()
+    # walkers are carried 3 m along x in their 1 s episode (more than half a 4 m tile); standers stay put
+    push = torch.zeros(8, 2)
+    push[:, 0] = 3.0
+    logged = []
+    for _ in range(env.max_episode_length):
+        env.backend.set_base_velocity(walkers, push)
+        _, _, dones, extras = env.step(torch.zeros(8, 12))
+        logged.append(extras["log"].get("Curriculum/terrain_level"))
+    assert dones.all()
+    after = env.terrain.levels
+    assert torch.equal(after[walkers], before[walkers] + 1)
+    assert torch.equal(after[~walkers], (before[~walkers] - 1).clamp_min(0))
+    assert float(logged[-1]) == pytest.approx(float(after.float().mean()))
+    # the next episodes start on their new tiles
+    torch.testing.assert_close(env.state.base_pos[:, :2], env.terrain.env_origins[:, :2], atol=0.05, rtol=0)
+
+
+def test_solving_the_top_level_sends_an_env_to_a_random_level():
+    env = rough_env(num_envs=64)
+    env.terrain.levels.fill_(env.terrain.num_rows - 1)
+    env.episode_steps.fill_(10)
+    far = env.terrain.env_origins[:, :2] + torch.tensor([3.0, 0.0])
+    env.state.base_pos[:, :2] = far
+    from robolab.envs.mdp.curricula import terrain_levels
+
+    terrain_levels(env, torch.ones(64, dtype=torch.bool))
+    levels = env.terrain.levels
+    assert (levels < env.terrain.num_rows).all() and len(levels.unique()) > 1
+
+
+def test_the_terrain_levels_survive_a_checkpoint_and_a_resume(tmp_path):
+    from robolab.cli.train import build_parser
+    from robolab.session import prepare_training, run_training
+
+    log_root = str(tmp_path / "logs")
+    args = ["--task", "RoboLab-Velocity-Rough-Go2-v0", *TINY, *SMALL_OVERRIDES, "--log_root", log_root]
+    parser = build_parser()
+
+    def session(*extra):
+        options, overrides = parser.parse_known_args([*args, *extra])
+        return prepare_training(TrainOptions.from_namespace(options), overrides)
+
+    first = session("--max_iterations", "2")
+    run_training(first)
+    levels = first.env.terrain.levels.clone()
+    saved = checkpoint.load(f"{first.plan.run_dir}/model_1.pt")
+    assert torch.equal(saved["env_state"][0]["terrain.levels"], levels)
+    resumed = session("--max_iterations", "1", "--resume", "--seed", "99")
+    assert torch.equal(resumed.env.terrain.levels, levels)  # not a fresh draw from seed 99
+    resumed.env.close()
+
+
+@pytest.mark.slow
+def test_two_ranks_keep_their_own_levels_and_one_rank_resumes_them_all(tmp_path):
+    from test_distributed import dist_train_args, torchrun
+
+    log_root = str(tmp_path / "logs")
+    rough = ["--task", "RoboLab-Velocity-Rough-Go2-v0", *SMALL_OVERRIDES]
+    out = run(torchrun(2, train_cmd()[1], *dist_train_args(log_root, iterations=2), *rough), timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    run_dir = next(p for p in (tmp_path / "logs").rglob("model_1.pt")).parent
+    saved = checkpoint.load(str(run_dir / "model_1.pt"))
+    states = [s["terrain.levels"] for s in saved["env_state"]]
+    assert len(states) == 2 and not torch.equal(states[0], states[1])  # each rank's envs moved on their own
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert 0 <= summary["latest_logged"]["Curriculum/terrain_level"] <= 2
+    # one rank resumes the two ranks' envs: the same levels, the first rank's envs then the second's
+    resumed = run(
+        train_cmd("--task", "RoboLab-Velocity-Rough-Go2-v0", *TINY, "--num_envs", "32", *SMALL_OVERRIDES,
+                  "--max_iterations", "1", "--log_root", log_root, "--resume", str(run_dir / "model_1.pt")),
+        env=clean_env(),
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    after = checkpoint.load(str(run_dir / "model_2.pt"))
+    assert after["env_state"][0]["terrain.levels"].shape == (32,)
