@@ -249,3 +249,29 @@ def test_two_ranks_keep_their_own_levels_and_one_rank_resumes_them_all(tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     after = checkpoint.load(str(run_dir / "model_2.pt"))
     assert after["env_state"][0]["terrain.levels"].shape == (32,)
+
+
+def test_the_terrain_evaluation_counts_successes_falls_and_errors_per_type_and_level():
+    from robolab.terrain_evaluation import evaluate_on_terrain, markdown
+
+    terrain = small_terrain(num_rows=2, num_cols=2, types={"flat": TerrainTypeCfg(), "rough": TerrainTypeCfg(
+        func="random_rough")})
+    cfg = Go2RoughEnvCfg(num_envs=8, terrain=terrain, episode_length_s=1.0)
+    cfg.backend.num_threads = 1
+    cfg.terminations = {"time_out": TerminationTermCfg(func="time_out", time_out=True)}
+    cfg.curricula = {}
+    env = VelocityEnv(cfg)
+    carried = torch.arange(8) < 4  # one env of each tile is carried off it at 3 m/s, the other stands
+    push = torch.tensor([[3.0, 0.0]]).repeat(8, 1)
+
+    def policy(obs):
+        env.backend.set_base_velocity(carried, push)
+        return torch.zeros(8, 12)
+
+    table = evaluate_on_terrain(env, policy)
+    assert set(table) == {"flat", "rough"} and set(table["flat"]) == {"0", "1"}
+    for per_level in table.values():
+        for row in per_level.values():
+            assert row["envs"] == 2 and row["success_rate"] == 0.5 and row["fall_rate"] == 0.0
+            assert row["tracking_error"] > 0
+    assert markdown(table).splitlines()[2] == "| flat | 50 | 50 |"

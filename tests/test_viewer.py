@@ -102,6 +102,45 @@ def test_web_viewer_page_loads_updates_and_shows_the_robot():
         env.close()
 
 
+def test_the_terrain_mesh_is_the_ground_mujoco_stands_on_sampled_down_to_fit():
+    from robolab.terrains import TerrainCfg, generate
+    from robolab.terrains.field import TerrainField
+
+    terrain = generate(TerrainCfg(num_rows=3, num_cols=7, tile_size=(4.0, 4.0), border_width=1.0))
+    vertices, faces = viewer.terrain_mesh(terrain, max_vertices=20_000)
+    assert len(vertices) <= 20_000 and faces.max() < len(vertices)
+    field = TerrainField(terrain, 1, torch.device("cpu"), torch.Generator(), 0)
+    ground = field.height_at(torch.as_tensor(vertices[:, :2]))
+    torch.testing.assert_close(torch.as_tensor(vertices[:, 2]), ground, atol=1e-5, rtol=0)
+
+
+@pytest.mark.slow
+def test_web_viewer_draws_the_generated_terrain():
+    from robolab.tasks.velocity.go2.env_cfgs import Go2RoughEnvCfg
+    from robolab.terrains import TerrainCfg
+
+    cfg = Go2RoughEnvCfg(num_envs=2, terrain=TerrainCfg(num_rows=3, num_cols=7, tile_size=(4.0, 4.0), border_width=1.0))
+    cfg.backend.num_threads = 1
+    env = VelocityEnv(cfg)
+    web = viewer.WebViewer(env, port=free_port(), num_shown=2)
+    driver = browser()
+    try:
+        web.update(env.commands.tolist(), [0.0, 0.0])
+        driver.get(web.url)
+        wait_for(lambda: "error m/s" in driver.page_source)
+        web.update(env.commands.tolist(), [0.0, 0.0])
+        time.sleep(3.0)
+        with_terrain = screenshot(driver)
+        web.set_terrain_visible(False)
+        time.sleep(1.5)
+        changed = int((np.abs(screenshot(driver) - with_terrain).sum(axis=-1) > 30).sum())
+        assert changed > 20_000, f"hiding the terrain changed only {changed} pixels"
+    finally:
+        driver.quit()
+        web.close()
+        env.close()
+
+
 @pytest.mark.slow
 def test_play_viewer_web_serves_and_reports(tmp_path):
     logs = str(tmp_path / "logs")

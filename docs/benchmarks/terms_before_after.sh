@@ -24,7 +24,7 @@ for n in $SIZES; do
       tree=$BEFORE_TREE; [ "$side" = after ] && tree=$AFTER_TREE
       # Each tree's own code and Hydra configs (an editable install would otherwise give both this tree's configs).
       PYTHONPATH="$tree/source${PYTHONPATH:+:$PYTHONPATH}" ROBOLAB_CONFIG_DIR="$tree/config" \
-        $PY "$tree/scripts/benchmark.py" --device "$DEVICE" --num_envs "$n" --physics_steps 100 --iterations 5 \
+        $PY "$tree/scripts/benchmark.py" --device "$DEVICE" --num_envs "$n" --physics_steps 100 --iterations "${ITERATIONS:-5}" \
         $EXTRA --output "$OUT/${side}_${DEVICE}_${n}envs_r${round}.json" > "$OUT/.${side}_${n}_r${round}.log" 2>&1 \
         || { tail -20 "$OUT/.${side}_${n}_r${round}.log"; exit 1; }
       rm -f "$OUT/.${side}_${n}_r${round}.log"

@@ -1,8 +1,9 @@
 """Watching a policy live: MuJoCo's own viewer on a desktop, a web page (viser) on a headless GPU node.
 
 Both show the embedded tasks' MuJoCo state; ``play.py --viewer`` steps the policy and calls ``update`` once per
-control step. The web page draws every visible geom of the first ``num_shown`` envs side by side (2 m apart),
-follows env 0 with the camera and shows each shown env's velocity command and tracking error.
+control step. The web page draws every visible geom of the first ``num_shown`` envs side by side (2 m apart; on a generated terrain,
+each where it stands, on the terrain's mesh), follows env 0 with the camera and shows each shown env's velocity
+command and tracking error.
 """
 
 from __future__ import annotations
@@ -50,6 +51,30 @@ def geom_mesh(model, geom_id: int):
     return None
 
 
+TERRAIN_MESH_VERTICES = 400_000
+"""At most this many vertices of a generated terrain go to the browser (the map is sampled down to fit)."""
+
+
+def terrain_mesh(terrain, max_vertices: int = TERRAIN_MESH_VERTICES):
+    """(vertices, faces) of a ``TerrainMap``'s ground, sampled down to at most ``max_vertices`` vertices."""
+    heights = terrain.heights
+    stride = 1
+    while (heights.shape[0] // stride + 1) * (heights.shape[1] // stride + 1) > max_vertices:
+        stride += 1
+    h = heights[::stride, ::stride]
+    ny, nx = h.shape
+    x0, y0 = terrain.origin
+    ys, xs = np.meshgrid(y0 + np.arange(ny) * stride * terrain.spacing, x0 + np.arange(nx) * stride * terrain.spacing,
+                         indexing="ij")
+    vertices = np.stack([xs, ys, h], axis=-1).reshape(-1, 3).astype(np.float32)
+    corner = (np.arange(ny - 1)[:, None] * nx + np.arange(nx - 1)[None, :]).ravel()
+    # MuJoCo's split of each cell: along the diagonal from its (row, col) to its (row + 1, col + 1) corner
+    faces = np.concatenate(
+        [np.stack([corner, corner + 1, corner + nx + 1], 1), np.stack([corner, corner + nx + 1, corner + nx], 1)]
+    ).astype(np.uint32)
+    return vertices, faces
+
+
 class WebViewer:
     """A viser server showing the robots; open ``http://<host>:<port>`` in a browser."""
 
@@ -59,7 +84,18 @@ class WebViewer:
         self.env = env
         self.env_ids = list(range(min(num_shown, env.num_envs)))
         self.server = viser.ViserServer(host=host, port=port, verbose=False)
-        self.server.scene.add_grid("/ground", width=40.0, height=40.0, cell_size=0.5)
+        terrain = getattr(env, "terrain", None)
+        # On a generated terrain every env stands on its own tile: drawn where it is, on the terrain's mesh. On a
+        # flat floor all envs share the origin, so they are drawn side by side instead.
+        self.spacing = 0.0 if terrain is not None else SPACING_M
+        self.terrain = None
+        if terrain is None:
+            self.server.scene.add_grid("/ground", width=40.0, height=40.0, cell_size=0.5)
+        else:
+            vertices, faces = terrain_mesh(terrain.map)
+            self.terrain = self.server.scene.add_mesh_simple(
+                "/terrain", vertices=vertices, faces=faces, color=(150, 160, 140)
+            )
         model, _ = env.backend.render_data(0)
         self.geoms: dict[int, list[tuple[int, object]]] = {env_id: [] for env_id in self.env_ids}  # (geom, handle)
         for env_id in self.env_ids:
@@ -82,6 +118,10 @@ class WebViewer:
     def url(self) -> str:
         return f"http://localhost:{self.server.get_port()}"
 
+    def set_terrain_visible(self, visible: bool) -> None:
+        if self.terrain is not None:
+            self.terrain.visible = visible  # type: ignore[attr-defined]
+
     def set_robot_visible(self, visible: bool) -> None:
         for shown in self.geoms.values():
             for _, handle in shown:
@@ -96,7 +136,7 @@ class WebViewer:
         with self.server.atomic():
             for env_id in self.env_ids:
                 _, data = self.env.backend.render_data(env_id)
-                offset = np.array([0.0, SPACING_M * env_id, 0.0])
+                offset = np.array([0.0, self.spacing * env_id, 0.0])
                 if env_id == 0:
                     follow = data.qpos[:3].copy()
                 for geom_id, handle in self.geoms[env_id]:

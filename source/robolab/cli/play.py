@@ -19,6 +19,7 @@ from robolab.cli import (
 )
 from robolab.config import ConfigError
 from robolab.launch import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions
+from robolab.terrain_evaluation import evaluate_on_terrain, markdown, terrain_eval_overrides
 from robolab.video import record_policy
 
 
@@ -50,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--viewer_port", type=int, default=8080, help="web viewer: the HTTP port")
     p.add_argument("--viewer_envs", type=int, default=4, help="web viewer: how many envs to show")
     p.add_argument("--no_export", action="store_true", help="skip writing exported/policy.onnx and policy.pt")
+    p.add_argument(
+        "--terrain_eval",
+        action="store_true",
+        help="judge the policy on the fixed evaluation terrain: success, falls and tracking error per type and level",
+    )
+    p.add_argument("--terrain_eval_speed", type=float, default=1.0, help="--terrain_eval: the forward command (m/s)")
     add_window_flags(p)
     return p
 
@@ -64,6 +71,10 @@ def play(argv: list[str] | None = None) -> dict:
         kind.check_video()
     own_recorder = args.video and kind.own_video_recorder
     video_for = _own_recorder_video(args) if own_recorder else None
+    if args.terrain_eval:
+        if args.viewer:
+            raise ConfigError("--terrain_eval runs its own episodes: leave out --viewer")
+        overrides = [*terrain_eval_overrides(args.terrain_eval_speed), *overrides]
     session = open_policy(args, overrides, device, video_for)
     with session.closer:
         runner, env = session.runner, session.env
@@ -73,7 +84,10 @@ def play(argv: list[str] | None = None) -> dict:
         if not args.no_export:
             result["exported"] = export.export_policy(runner, os.path.join(run_dir, "exported"))
         steps = args.steps or (None if viewer_kind else int(env.max_episode_length))
-        if viewer_kind is not None:
+        if args.terrain_eval:
+            result["terrain_eval"] = evaluate_on_terrain(env, policy)
+            print(markdown(result["terrain_eval"]))
+        elif viewer_kind is not None:
             result.update(_watch(env, policy, viewer_kind, args, steps))
         else:
             result.update(evaluation.evaluate(env, policy, steps, real_time=args.real_time))

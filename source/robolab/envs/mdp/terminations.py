@@ -28,8 +28,11 @@ def terrain_out_of_bounds(env, distance_buffer: float = 1.0) -> torch.Tensor:
     on a flat floor, which is unbounded."""
     if env.terrain is None:
         return torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
-    extent = env.terrain.map.extent
-    if not 0 <= distance_buffer < min(extent) / 2:
-        raise ValueError(f"distance_buffer={distance_buffer}: must be >= 0 and under half the terrain's size")
-    half = torch.tensor(extent, device=env.device) / 2 - distance_buffer
+    key = ("terrain_out_of_bounds", distance_buffer)
+    half = env.term_cache.get(key)
+    if half is None:  # made once: a tensor built from host values every step would wait for the GPU
+        extent = env.terrain.map.extent
+        if not 0 <= distance_buffer < min(extent) / 2:
+            raise ValueError(f"distance_buffer={distance_buffer}: must be >= 0 and under half the terrain's size")
+        half = env.term_cache[key] = torch.tensor(extent, device=env.device) / 2 - distance_buffer
     return (env.state.base_pos[:, :2].abs() > half).any(dim=1)

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The rough terrain (issue 25) on one H200 with MuJoCo Warp, through the device tool. Results in $OUT.
+#   bash docs/benchmarks/h200_rough.sh bench   # flat vs rough: physics, rollout and training env steps/s, GPU memory
+#                                              # per env, at SIZES (4096 16384) envs
+#   bash docs/benchmarks/h200_rough.sh train   # the perceptive rough task from launch for TRAIN_S s (540), 4096 envs,
+#                                              # a checkpoint every 25 iterations; terrain level and tracking error
+#                                              # against wall time from launch (rough_curve.json)
+#   bash docs/benchmarks/h200_rough.sh eval    # play.py --terrain_eval on the train run's checkpoints nearest EVAL_AT_S
+#                                              # (300 540) s after launch (rough_eval_<s>s.json)
+# MuJoCo Warp comes as parts (warp_site.sh), the other wheels from .whl/ (device_env.sh).
+set -uo pipefail
+here="$(dirname "$0")"
+. "$here/device_env.sh"
+. "$here/warp_site.sh"
+python3 -c "import mujoco_warp, warp" || { echo "MuJoCo Warp is not installed: carry the parts (warp_site.sh)"; exit 1; }
+LOGS=/tmp/robolab_logs
+TASK=RoboLab-Velocity-Rough-Go2-v0
+
+for mode in "$@"; do
+case "$mode" in
+bench)
+  for n in ${SIZES:-4096 16384}; do
+    for task in RoboLab-Velocity-Flat-Go2-v0 $TASK; do
+      timeout 280 python3 scripts/benchmark.py --task "$task" --device cuda --num_envs "$n" --physics_steps 100 \
+        --iterations "${ITERATIONS:-10}" env.backend=warp --output "$OUT/bench_${task}_${n}.json" >> "$OUT/bench.log" 2>&1
+    done
+  done
+  python3 - "$OUT" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+runs = {os.path.basename(p)[6:-5]: json.load(open(p)) for p in glob.glob(f"{out}/bench_*.json")}
+rows = {}
+for name, r in runs.items():
+    task, n = name.rsplit("_", 1)
+    keys = ("physics_env_steps_per_s", "rollout_env_steps_per_s", "train_env_steps_per_s", "collect_s_per_iter",
+            "update_s_per_iter", "gpu_bytes_per_env", "gpu_peak_total_gib")
+    rows.setdefault(n, {})[task] = {k: r.get(k) for k in keys}
+for n, row in rows.items():
+    flat, rough = row.get("RoboLab-Velocity-Flat-Go2-v0"), row.get("RoboLab-Velocity-Rough-Go2-v0")
+    if flat and rough:
+        row["rough_over_flat"] = {k: round(rough[k] / flat[k], 3) for k in flat if flat[k] and rough[k]}
+json.dump(rows, open(f"{out}/bench_summary.json", "w"), indent=2)
+print(json.dumps(rows, indent=2))
+PY
+  ;;
+train)
+  start=$(date +%s.%N); echo "$start" > "$LOGS.launched_at"
+  timeout -s TERM "${TRAIN_S:-540}" python3 scripts/train.py --task $TASK --device cuda --num_envs "${TRAIN_ENVS:-4096}" \
+    --max_iterations 100000 --run_name rough_h200 --log_root "$LOGS" agent.save_interval=25 ${TRAIN_OVERRIDES:-} \
+    > "$OUT/train.log" 2>&1
+  run=$(ls -td "$LOGS"/go2_rough/*_rough_h200 | head -1); echo "$run" > "$LOGS.run"
+  python3 - "$run" "$start" > "$OUT/rough_curve.json" <<'PY'
+import json, os, sys
+sys.path.insert(0, "source")
+from robolab.cli.plot import read_scalars
+run, start = sys.argv[1], float(sys.argv[2])
+s = read_scalars(run, start_time=start)
+tags = ["Curriculum/terrain_level", "Metrics/lin_vel_tracking_error", "Metrics/fall_rate", "Train/mean_reward"]
+tags += sorted(t for t in s if t.startswith("Curriculum/terrain_level/"))
+curve = {t: [(it, round(w, 1), round(v, 4)) for it, w, v in s[t]] for t in tags if t in s}
+ckpts = sorted((int(f[6:-3]), round(os.path.getmtime(os.path.join(run, f)) - start, 1))
+               for f in os.listdir(run) if f.startswith("model_"))
+print(json.dumps({"run": run, "launched_at": start, "checkpoints": ckpts, "curve": curve}))
+PY
+  tail -c 15000 "$OUT/train.log" > "$OUT/train.tail"; rm "$OUT/train.log"
+  cp "$run/summary.json" "$OUT/rough_train_summary.json" 2>/dev/null ;;
+eval)
+  run=$(cat "$LOGS.run"); start=$(cat "$LOGS.launched_at")
+  for at in ${EVAL_AT_S:-300 540}; do
+    ckpt=$(python3 - "$run" "$start" "$at" <<'PY'
+import os, sys
+run, start, at = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+done = [(os.path.getmtime(os.path.join(run, f)) - start, f) for f in os.listdir(run) if f.startswith("model_")]
+print(max((t, f) for t, f in done if t <= at)[1])
+PY
+)
+    timeout 200 python3 scripts/play.py --task $TASK --device cuda --load_run "$run" --checkpoint "$ckpt" \
+      --num_envs 2800 --terrain_eval --no_export > "$OUT/rough_eval_${at}s.log" 2>&1
+    python3 - "$OUT/rough_eval_${at}s.log" "$ckpt" "$at" > "$OUT/rough_eval_${at}s.json" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+result = json.loads(text[text.index("{\n"):])
+result.update({"checkpoint_file": sys.argv[2], "at_most_s_after_launch": float(sys.argv[3])})
+print(json.dumps(result, indent=1))
+PY
+    tail -c 3000 "$OUT/rough_eval_${at}s.log" > "$OUT/rough_eval_${at}s.tail"; rm "$OUT/rough_eval_${at}s.log"
+  done ;;
+esac
+done
+ls -l "$OUT"

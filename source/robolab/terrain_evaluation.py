@@ -1,0 +1,104 @@
+"""Judging a policy on a fixed evaluation terrain, per terrain type and difficulty (``play.py --terrain_eval``).
+
+Every tile of the task's terrain grid (generated from ``EVAL_TERRAIN_SEED``, not the training seed) gets the same
+number of envs. Each starts at its tile's centre, facing a random way, commanded straight ahead at ``speed`` m/s with
+no turning, for one episode. An env **succeeds** when its base reaches the tile's edge (half a tile from the centre
+along x or y) without having fallen; it **falls** when its episode ends by a termination other than the time limit
+first; otherwise (still on the tile at the time limit) it neither succeeds nor falls. The tracking error is
+averaged over the steps before an env succeeds or ends.
+"""
+
+from __future__ import annotations
+
+import torch
+
+EVAL_TERRAIN_SEED = 1000
+"""The evaluation terrain's seed: random tiles (rough ground, boxes) the policy did not train on."""
+
+
+def terrain_eval_overrides(speed: float) -> list[str]:
+    """The evaluation conditions on top of play's (no noise, no pushes): fixed tiles (no curriculum), a straight
+    command at ``speed``, the start at the tile's centre, the evaluation terrain."""
+    if not speed > 0:
+        raise ValueError(f"--terrain_eval_speed={speed}: must be > 0 m/s")
+    command = "env.commands.base_velocity.params"
+    return [
+        "env.curricula.terrain_level=null",
+        f"{command}.lin_vel_x=[{speed},{speed}]",
+        f"{command}.lin_vel_y=[0.0,0.0]",
+        f"{command}.ang_vel_z=[0.0,0.0]",
+        f"{command}.standing_fraction=0.0",
+        f"{command}.heading_command=false",
+        f"{command}.resampling_time_s=1.0e9",
+        "env.events.reset_robot.params.position_range=0.0",
+        f"env.terrain.seed={EVAL_TERRAIN_SEED}",
+    ]
+
+
+def evaluate_on_terrain(env, policy) -> dict:
+    """One episode per env, envs spread evenly over every tile; the table ``{type: {level: {...}}}``."""
+    terrain = env.terrain
+    if terrain is None:
+        raise ValueError("--terrain_eval: the task stands on a flat floor (env.terrain is null)")
+    rows, cols = terrain.num_rows, terrain.num_cols
+    tiles = rows * cols
+    if env.num_envs < tiles:
+        raise ValueError(f"--num_envs={env.num_envs}: the evaluation needs at least one env per tile ({tiles})")
+    tile = torch.arange(env.num_envs, device=env.device) % tiles
+    terrain.levels, terrain.types = tile // cols, tile % cols
+    with torch.inference_mode():
+        obs = env.reset()
+        origin = terrain.env_origins[:, :2].clone()
+        half = torch.tensor(terrain.map.tile_size, device=env.device) / 2
+        active = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
+        success = torch.zeros_like(active)
+        fell = torch.zeros_like(active)
+        error_sum = torch.zeros(env.num_envs, device=env.device)
+        error_steps = torch.zeros(env.num_envs, device=env.device)
+        reset_memory = getattr(policy, "reset", None)
+        for _ in range(int(env.max_episode_length)):
+            obs, _, dones, extras = env.step(policy(obs))
+            if reset_memory is not None:
+                reset_memory(dones)
+            ended = dones.bool()
+            error_sum += torch.where(active, env.last_tracking_error, 0.0)
+            error_steps += active.float()
+            fell |= active & ended & ~extras["time_outs"].bool()
+            # the state of an env that did not end is the one it reached (an ended env's was replaced by its reset)
+            reached = active & ~ended & ((env.state.base_pos[:, :2] - origin).abs() >= half).any(dim=1)
+            success |= reached
+            active &= ~(reached | ended)
+    return _table(terrain, tile, success, fell, error_sum / error_steps.clamp_min(1))
+
+
+def _table(terrain, tile, success, fell, error) -> dict:
+    cols = terrain.num_cols
+    table: dict[str, dict] = {}
+    for name in terrain.level_type_names:
+        columns = [c for c, n in enumerate(terrain.type_names) if n == name]
+        per_level = {}
+        for level in range(terrain.num_rows):
+            picked = torch.zeros_like(success)
+            for c in columns:
+                picked |= tile == level * cols + c
+            per_level[str(level)] = {
+                "difficulty": round(float(terrain.map.difficulty[level]), 3),
+                "envs": int(picked.sum()),
+                "success_rate": round(float(success[picked].float().mean()), 4),
+                "fall_rate": round(float(fell[picked].float().mean()), 4),
+                "tracking_error": round(float(error[picked].mean()), 4),
+            }
+        table[name] = per_level
+    return table
+
+
+def markdown(table: dict) -> str:
+    """Success rates (%) by type (rows) and level (columns), as the README shows them."""
+    levels = list(next(iter(table.values())))
+    head = "| type | " + " | ".join(f"L{lv}" for lv in levels) + " |"
+    rule = "| --- |" + " --- |" * len(levels)
+    lines = [head, rule]
+    for name, per_level in table.items():
+        cells = [f"{100 * per_level[lv]['success_rate']:.0f}" for lv in levels]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
