@@ -79,11 +79,11 @@ def test_each_type_has_the_shape_its_parameters_ask_for():
 
     names = terrain.type_names
     # stairs up: walking out of the centre, each 0.3 m ring is one 0.20 m step higher
-    stairs = profile(names.index("stairs_up"), [1.5 + 0.15, 1.5 + 0.45, 1.5 + 0.75])
+    stairs = profile(names.index("stairs_up"), [1.75, 2.05, 2.35])  # mid-tread of rings 7, 6, 5 from the edge
     outer = profile(names.index("stairs_up"), [half - 0.01])
     np.testing.assert_allclose(np.diff(stairs), [0.20, 0.20], atol=1e-5)
     assert outer[0] == pytest.approx(0.0, abs=1e-5)  # tiles meet at height 0
-    stairs_down = profile(names.index("stairs_down"), [1.5 + 0.15, 1.5 + 0.45])
+    stairs_down = profile(names.index("stairs_down"), [1.75, 2.05])
     assert np.diff(stairs_down)[0] == pytest.approx(-0.20, abs=1e-5)
     # slopes: 25 degrees at the hardest row, rising (up) or falling (down) away from the centre
     for name, sign in (("slope_up", 1.0), ("slope_down", -1.0)):

@@ -75,7 +75,7 @@ print(max((t, f) for t, f in done if t <= at)[1])
 PY
 )
     timeout 200 python3 scripts/play.py --task $TASK --device cuda --load_run "$run" --checkpoint "$ckpt" \
-      --num_envs 2800 --terrain_eval --no_export > "$OUT/rough_eval_${at}s.log" 2>&1
+      --num_envs "${EVAL_ENVS:-2000}" --terrain_eval --no_export > "$OUT/rough_eval_${at}s.log" 2>&1
     python3 - "$OUT/rough_eval_${at}s.log" "$ckpt" "$at" > "$OUT/rough_eval_${at}s.json" <<'PY'
 import json, sys
 text = open(sys.argv[1]).read()

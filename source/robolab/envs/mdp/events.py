@@ -45,11 +45,14 @@ def reset_robot_state(
     joint_pos_scale: tuple[float, float],
     base_velocity: float,
     position_range: float = 0.0,
+    footprint: tuple[float, float] = (0.0, 0.0),
 ) -> None:
     """Reset: the base ``robot.init_base_height`` above the env's origin (its terrain tile's centre; the world origin
     on a flat floor), shifted by up to ``position_range`` m in x and y, with a yaw from ``yaw_range``; the default
     joint pose scaled per joint by a factor from ``joint_pos_scale`` (clamped to the joint ranges); base linear and
-    angular velocities uniform in [-base_velocity, base_velocity]."""
+    angular velocities uniform in [-base_velocity, base_velocity]. On a terrain the height is taken above the highest
+    ground within ``footprint`` (x, y metres, centred on the base), so no foot starts inside a bump or a step (a foot
+    that starts inside the ground is thrown out of it)."""
     yaw_lo, yaw_hi = check_range("yaw_range", yaw_range)
     scale_lo, scale_hi = check_range("joint_pos_scale", joint_pos_scale)
     if base_velocity < 0:
@@ -65,13 +68,27 @@ def reset_robot_state(
         if position_range > 0:
             xy = xy + env.uniform(-position_range, position_range, n, 2)
         qpos[:, :2] = xy
-        qpos[:, 2] = env.ground_height(xy) + env.cfg.robot.init_base_height
+        qpos[:, 2] = _highest_ground(env, xy, footprint) + env.cfg.robot.init_base_height
     qpos[:, 3:7] = yaw_quat(env.uniform(yaw_lo, yaw_hi, n))
     scale = env.uniform(scale_lo, scale_hi, n, env.num_actions)
     qpos[:, env.qpos_adr] = torch.clamp(env.default_joint_pos * scale, env.joint_lo, env.joint_hi)
     qvel = torch.zeros(n, model.nv, device=env.device)
     qvel[:, :6] = env.uniform(-base_velocity, base_velocity, n, 6)
     env.backend.reset(mask, qpos, qvel)
+
+
+def _highest_ground(env, xy: torch.Tensor, footprint: tuple[float, float]) -> torch.Tensor:
+    """The highest ground under a 3 x 3 grid of points spanning ``footprint`` around each ``xy`` (yaw-free: a
+    square that holds the footprint in any heading)."""
+    key = ("footprint", tuple(footprint))
+    offsets = env.term_cache.get(key)
+    if offsets is None:
+        if len(footprint) != 2 or min(footprint) < 0:
+            raise ValueError(f"footprint={list(footprint)}: expected [x, y], two lengths >= 0 m")
+        half = max(footprint) / 2
+        steps = torch.tensor([-half, 0.0, half], device=env.device)
+        offsets = env.term_cache[key] = torch.cartesian_prod(steps, steps)
+    return env.ground_height(xy[:, None, :] + offsets).amax(dim=1)
 
 
 def push_by_setting_velocity(env, mask: torch.Tensor, velocity_range: float) -> None:

@@ -88,15 +88,25 @@ def rough_terminations() -> dict[str, TerminationTermCfg]:
 
 
 def rough_events() -> dict[str, EventTermCfg]:
-    """No pushes (Isaac Lab's rough Go2); the start shifted up to 0.5 m within the tile's central platform."""
+    """No pushes (Isaac Lab's rough Go2); the start shifted up to 0.5 m within the tile's central platform, above
+    the highest ground under the robot's footprint."""
     events = velocity_events()
     del events["push_robot"]
-    events["reset_robot"].params["position_range"] = 0.5
+    events["reset_robot"].params.update({"position_range": 0.5, "footprint": (0.7, 0.4)})
     return events
 
 
+def go2_rough_robot_cfg() -> RobotCfg:
+    """The Go2 started 0.42 m up (Isaac Lab's rough Go2 starts at 0.4): with the reset's joint-pose scaling a foot
+    reaches 0.41 m below the base, and one that starts inside a height field is thrown out of it (on MuJoCo Warp,
+    violently enough to diverge)."""
+    robot = go2_robot_cfg()
+    robot.init_base_height = 0.42
+    return robot
+
+
 def rough_backend() -> BackendCfg:
-    """16 physics variants on MuJoCo C: each copy of the model holds the terrain's height field (~23 MB)."""
+    """16 physics variants on MuJoCo C: each copy of the model holds the terrain's height field (6 MB)."""
     return BackendCfg(num_variants=16)
 
 
@@ -104,6 +114,7 @@ def rough_backend() -> BackendCfg:
 class Go2RoughEnvCfg(Go2FlatEnvCfg):
     """The Go2-class robot on the generated rough terrain with its curriculum; the policy sees a height scan."""
 
+    robot: RobotCfg = field(default_factory=go2_rough_robot_cfg)
     terrain: TerrainCfg | None = field(default_factory=TerrainCfg)
     backend: BackendCfg = field(default_factory=rough_backend)
     observations: dict[str, ObsGroupCfg] = field(default_factory=lambda: rough_observations(perceptive=True))
