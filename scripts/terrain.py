@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draw a task's generated terrain to PNG. See ``python scripts/terrain.py --help``; logic in ``robolab.cli.terrain``."""
+"""Draw a task's generated terrain to PNG. See ``python scripts/terrain.py --help``; logic in robolab.cli.terrain."""
 
 import sys
 

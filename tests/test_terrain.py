@@ -19,9 +19,9 @@ from robolab.assets import load_robot
 from robolab.envs import VelocityEnv
 from robolab.envs.terms import TermError, TerminationTermCfg
 from robolab.launch import TrainOptions
+from robolab.tasks.velocity.go2.env_cfgs import Go2RoughEnvCfg, go2_robot_cfg
 from robolab.terrains import TerrainCfg, TerrainTypeCfg, generate
 from robolab.terrains.field import TerrainField
-from robolab.tasks.velocity.go2.env_cfgs import Go2RoughEnvCfg, go2_robot_cfg
 
 SMALL = {"num_rows": 3, "num_cols": 7, "tile_size": (4.0, 4.0), "border_width": 1.0}
 """A terrain with every default type, small enough to build in a blink (the tests' and CI's rough runs)."""
@@ -232,8 +232,10 @@ def test_two_ranks_keep_their_own_levels_and_one_rank_resumes_them_all(tmp_path)
 
     log_root = str(tmp_path / "logs")
     rough = ["--task", "RoboLab-Velocity-Rough-Go2-v0", *SMALL_OVERRIDES]
-    out = run(torchrun(2, train_cmd()[1], *dist_train_args(log_root, iterations=2), *rough), timeout=600)
+    args = [*dist_train_args(log_root, iterations=2), *rough, "--check_replication_every", "1"]
+    out = run(torchrun(2, train_cmd()[1], *args), timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
+    assert "replication check passed" in out.stdout  # the terrain leaves the models identical on every rank
     run_dir = next(p for p in (tmp_path / "logs").rglob("model_1.pt")).parent
     saved = checkpoint.load(str(run_dir / "model_1.pt"))
     states = [s["terrain.levels"] for s in saved["env_state"]]
@@ -242,8 +244,20 @@ def test_two_ranks_keep_their_own_levels_and_one_rank_resumes_them_all(tmp_path)
     assert 0 <= summary["latest_logged"]["Curriculum/terrain_level"] <= 2
     # one rank resumes the two ranks' envs: the same levels, the first rank's envs then the second's
     resumed = run(
-        train_cmd("--task", "RoboLab-Velocity-Rough-Go2-v0", *TINY, "--num_envs", "32", *SMALL_OVERRIDES,
-                  "--max_iterations", "1", "--log_root", log_root, "--resume", str(run_dir / "model_1.pt")),
+        train_cmd(
+            "--task",
+            "RoboLab-Velocity-Rough-Go2-v0",
+            *TINY,
+            "--num_envs",
+            "32",
+            *SMALL_OVERRIDES,
+            "--max_iterations",
+            "1",
+            "--log_root",
+            log_root,
+            "--resume",
+            str(run_dir / "model_1.pt"),
+        ),
         env=clean_env(),
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -254,8 +268,9 @@ def test_two_ranks_keep_their_own_levels_and_one_rank_resumes_them_all(tmp_path)
 def test_the_terrain_evaluation_counts_successes_falls_and_errors_per_type_and_level():
     from robolab.terrain_evaluation import evaluate_on_terrain, markdown
 
-    terrain = small_terrain(num_rows=2, num_cols=2, types={"flat": TerrainTypeCfg(), "rough": TerrainTypeCfg(
-        func="random_rough")})
+    terrain = small_terrain(
+        num_rows=2, num_cols=2, types={"flat": TerrainTypeCfg(), "rough": TerrainTypeCfg(func="random_rough")}
+    )
     cfg = Go2RoughEnvCfg(num_envs=8, terrain=terrain, episode_length_s=1.0)
     cfg.backend.num_threads = 1
     cfg.terminations = {"time_out": TerminationTermCfg(func="time_out", time_out=True)}

@@ -22,7 +22,6 @@ from robolab.envs import VelocityEnv
 from robolab.tasks.velocity.go2.env_cfgs import Go2RoughEnvCfg, go2_robot_cfg
 from robolab.terrains import generate
 from robolab.terrains.field import TerrainField
-
 from test_terrain import small_terrain
 
 pytest.importorskip("mujoco_warp", reason="the warp extra is part of the test extra")

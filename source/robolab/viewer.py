@@ -1,9 +1,9 @@
 """Watching a policy live: MuJoCo's own viewer on a desktop, a web page (viser) on a headless GPU node.
 
 Both show the embedded tasks' MuJoCo state; ``play.py --viewer`` steps the policy and calls ``update`` once per
-control step. The web page draws every visible geom of the first ``num_shown`` envs side by side (2 m apart; on a generated terrain,
-each where it stands, on the terrain's mesh), follows env 0 with the camera and shows each shown env's velocity
-command and tracking error.
+control step. The web page draws every visible geom of the first ``num_shown`` envs side by side (2 m apart; on a
+generated terrain, each where it stands, on the terrain's mesh), follows env 0 with the camera and shows each shown
+env's velocity command and tracking error.
 """
 
 from __future__ import annotations
@@ -64,8 +64,9 @@ def terrain_mesh(terrain, max_vertices: int = TERRAIN_MESH_VERTICES):
     h = heights[::stride, ::stride]
     ny, nx = h.shape
     x0, y0 = terrain.origin
-    ys, xs = np.meshgrid(y0 + np.arange(ny) * stride * terrain.spacing, x0 + np.arange(nx) * stride * terrain.spacing,
-                         indexing="ij")
+    ys, xs = np.meshgrid(
+        y0 + np.arange(ny) * stride * terrain.spacing, x0 + np.arange(nx) * stride * terrain.spacing, indexing="ij"
+    )
     vertices = np.stack([xs, ys, h], axis=-1).reshape(-1, 3).astype(np.float32)
     corner = (np.arange(ny - 1)[:, None] * nx + np.arange(nx - 1)[None, :]).ravel()
     # MuJoCo's split of each cell: along the diagonal from its (row, col) to its (row + 1, col + 1) corner

@@ -13,7 +13,7 @@ import sys
 from robolab.cli import one_line_errors
 
 MAX_PIXELS = 1600
-"""Longest side of the drawn height map (the map is sampled down to it; a 0.05 m map of a 80 x 160 m grid has 3200)."""
+"""Longest side of the drawn height map (sampled down to it: the default 0.1 m map of a 80 x 160 m grid has 1661)."""
 
 
 def load_terrain_cfg(task_id: str, overrides: list[str]):
@@ -28,7 +28,7 @@ def load_terrain_cfg(task_id: str, overrides: list[str]):
         raise ConfigError(f"{bad[0]}: only env.* overrides shape the terrain")
     tasks.load_task_packages()
     dotlist = [o.removeprefix("++env.") for o in hydra_overrides(overrides)]
-    env_cfg = build_env_cfg(task_id, OmegaConf.to_container(OmegaConf.from_dotlist(dotlist)))
+    env_cfg = build_env_cfg(task_id, OmegaConf.from_dotlist(dotlist))
     if env_cfg.terrain is None:
         raise ConfigError(f"{task_id} has no generated terrain (env.terrain is null): it stands on a flat floor")
     return env_cfg.terrain
@@ -50,7 +50,7 @@ def draw(terrain, output, title: str) -> None:
     fig, ax = plt.subplots(figsize=(0.4 * cols + 4.5, 0.4 * rows + 2.5))
     image = ax.imshow(shown.T, origin="lower", extent=(y0, y0 + ey, x0, x0 + ex), cmap="terrain", aspect="equal")
     fig.colorbar(image, ax=ax, label="height (m)", shrink=0.8)
-    x_min, x_max, y_min, y_max = terrain.grid_bounds
+    x_min, _, y_min, _ = terrain.grid_bounds
     for r in range(rows + 1):
         ax.axhline(x_min + r * terrain.tile_size[0], color="k", lw=0.4)
     for c in range(cols + 1):

@@ -22,7 +22,7 @@ Term functions, by kind (``env`` is the ``VelocityEnv``; ``mask`` a (num_envs,) 
 | termination | ``func(env, **params)``         | (num_envs,) bool                          |
 | event       | ``func(env, mask, **params)``   | nothing (it writes the backend or state)  |
 | command     | ``func(env, **params)``: a class | an object with ``command``, ``reset(mask)``, ``update()`` |
-| curriculum  | ``func(env, mask, **params)``   | a 0-dim tensor logged as ``Curriculum/<name>`` (or a dict of them, ``Curriculum/<name>/<key>``), or None |
+| curriculum  | ``func(env, mask, **params)``   | a 0-dim tensor (``Curriculum/<name>``), a dict of them, or None |
 
 Event and curriculum terms of the reset are called every step with the mask of the envs that start an episode then,
 which may hold none (asking whether any env ended would wait for the GPU): they act where the mask holds.

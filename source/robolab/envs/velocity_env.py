@@ -308,7 +308,8 @@ class VelocityEnv(VecEnv):
         terms = torch.stack([term.call(self) for term in self.reward_terms], dim=1)
         weighted = (torch.nan_to_num(terms) * self._reward_scale).masked_fill(diverged[:, None], 0.0)
         self.episode_sums += weighted
-        return weighted.sum(dim=1)
+        total = weighted.sum(dim=1)
+        return total.clamp_min(0.0) if self.cfg.only_positive_rewards else total
 
     def _track_metrics(self, non_finite: torch.Tensor, diverged: torch.Tensor, excluded: torch.Tensor) -> None:
         error = kernels.lin_vel_tracking_error(self.commands, self.state.base_lin_vel).masked_fill(excluded, 0.0)

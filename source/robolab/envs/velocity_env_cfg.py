@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass, field
 
 from robolab.assets.robot_cfg import RobotCfg
-from robolab.terrains.config import TerrainCfg
 from robolab.envs.terms import (
     CommandTermCfg,
     CurriculumTermCfg,
@@ -24,6 +23,7 @@ from robolab.envs.terms import (
     RewardTermCfg,
     TerminationTermCfg,
 )
+from robolab.terrains.config import TerrainCfg
 
 
 def velocity_policy_terms() -> dict[str, ObsTermCfg]:
@@ -175,6 +175,10 @@ class VelocityEnvCfg:
     The group is the ``amp_state`` observation term over these (the motion clips are built from the same)."""
     action_scale: float = 0.25
     clip_actions: float = 100.0
+    only_positive_rewards: bool = False
+    """Clip each step's summed reward at 0 (legged_gym's rough-terrain setting): while the penalties outweigh the
+    tracking reward, as they do early on rough ground, ending an episode early would otherwise pay, and the policy
+    learns to fall. The per-term episode sums (``Episode_Reward/*``) stay unclipped."""
     contact_force_threshold: float = 1.0
     """Newtons on a foot that count as ground contact (air time, gait scores, the ``foot_contact`` term)."""
     velocity_command: str = "base_velocity"

@@ -54,9 +54,7 @@ class TerrainField:
         h10, h11 = h[r0 + 1, c0], h[r0 + 1, c0 + 1]
         fu, fv = f[..., 0], f[..., 1]
         below = fu >= fv  # the triangle (00, 01, 11), else (00, 10, 11)
-        return torch.where(
-            below, h00 + fu * (h01 - h00) + fv * (h11 - h01), h00 + fv * (h10 - h00) + fu * (h11 - h10)
-        )
+        return torch.where(below, h00 + fu * (h01 - h00) + fv * (h11 - h01), h00 + fv * (h10 - h00) + fu * (h11 - h10))
 
     def mean_level_by_type(self) -> torch.Tensor:
         """(types,) mean level of the envs on each type of ``level_type_names``, NaN for a type with no env here."""

@@ -87,7 +87,9 @@ def column_types(cfg: TerrainCfg) -> list[str]:
     names = [n for n, t in cfg.types.items() if t.proportion > 0]
     shares = np.array([cfg.types[n].proportion for n in names], dtype=float)
     bounds = np.cumsum(shares / shares.sum())
-    return [names[min(int(np.searchsorted(bounds, (c + 0.5) / cfg.num_cols)), len(names) - 1)] for c in range(cfg.num_cols)]
+    return [
+        names[min(int(np.searchsorted(bounds, (c + 0.5) / cfg.num_cols)), len(names) - 1)] for c in range(cfg.num_cols)
+    ]
 
 
 def resolve_tile_func(func, key: str):

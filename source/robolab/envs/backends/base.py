@@ -8,6 +8,7 @@ GPU backend can replace the CPU one without touching the MDP.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -59,7 +60,7 @@ class PhysicsBackend(ABC):
     def contact_force_vectors(self, group: str) -> torch.Tensor:
         """Net contact force on each body of ``group`` at the last physics step, world frame (num_envs, bodies, 3)."""
 
-    overflow_settings: dict[int, str] = {}
+    overflow_settings: ClassVar[dict[int, str]] = {}
     """Overflow bit -> the setting that sizes that buffer; empty for a backend whose buffers grow as needed."""
 
     @property

@@ -14,6 +14,7 @@ each env's variant, so env ``i`` simulates the same physics variant on every bac
 from __future__ import annotations
 
 import copy
+from typing import ClassVar
 
 import mujoco
 import mujoco_warp as mjw
@@ -50,9 +51,7 @@ def contact_capacity(model: mujoco.MjModel) -> tuple[int | None, int | None]:
     ground_type = np.bitwise_or.reduce(model.geom_contype[hfields])
     ground_affinity = np.bitwise_or.reduce(model.geom_conaffinity[hfields])
     moving = model.geom_bodyid != 0
-    touches = moving & (
-        ((model.geom_contype & ground_affinity) != 0) | ((model.geom_conaffinity & ground_type) != 0)
-    )
+    touches = moving & (((model.geom_contype & ground_affinity) != 0) | ((model.geom_conaffinity & ground_type) != 0))
     contacts = int(touches.sum()) * _CONTACTS_PER_HFIELD_PAIR
     condim = int(model.geom_condim[touches].max(initial=3))
     rows_per_contact = 2 * (condim - 1) if model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL else condim
@@ -71,6 +70,8 @@ def warp_device_for(device: torch.device) -> wp.context.Device:
 
 
 class WarpBackend(PhysicsBackend):
+    overflow_settings: ClassVar[dict[int, str]] = {int(flag): setting for flag, setting in _OVERFLOW_SETTINGS.items()}
+
     def __init__(
         self,
         robot: RobotModel,
@@ -127,7 +128,6 @@ class WarpBackend(PhysicsBackend):
         self._peak_view, self._non_finite_view = wp.to_torch(self._peak), wp.to_torch(self._non_finite)
         self._overflow = wp.to_torch(d.overflow)
         self._overflow_bits = int(sum(_OVERFLOW_SETTINGS))
-        self.overflow_settings = {int(flag): setting for flag, setting in _OVERFLOW_SETTINGS.items()}
         self._friction, self._mass = wp.to_torch(m.geom_friction), wp.to_torch(m.body_mass)
         self._nominal_friction = self._friction[0].clone()
         self._nominal_base_mass = float(robot.model.body_mass[robot.base_body_id])

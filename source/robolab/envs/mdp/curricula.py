@@ -8,7 +8,10 @@ import torch
 
 
 def terrain_levels(
-    env, mask: torch.Tensor, move_up_fraction: float = 0.5, move_down_fraction: float = 0.5,
+    env,
+    mask: torch.Tensor,
+    move_up_fraction: float = 0.5,
+    move_down_fraction: float = 0.5,
     command_name: str = "base_velocity",
 ) -> dict[str, torch.Tensor] | None:
     """legged_gym's and Isaac Lab's terrain curriculum. An env whose episode ends having walked farther than
@@ -19,7 +22,7 @@ def terrain_levels(
     terrain = env.terrain
     if terrain is None:
         return None
-    if not (0 < move_up_fraction and 0 <= move_down_fraction):
+    if not (move_up_fraction > 0 and move_down_fraction >= 0):
         raise ValueError(f"move_up_fraction={move_up_fraction}, move_down_fraction={move_down_fraction}: must be > 0")
     ended = mask & (env.episode_steps > 0)  # an env that ran no step (the first reset) has walked nothing
     walked = (env.state.base_pos[:, :2] - terrain.env_origins[:, :2]).norm(dim=1)

@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 
 from robolab.assets.go2 import LEGS
 from robolab.assets.robot_cfg import RobotCfg
-from robolab.envs.terms import CurriculumTermCfg, EventTermCfg, ObsGroupCfg, ObsTermCfg, RewardTermCfg, TerminationTermCfg
+from robolab.envs.terms import (
+    CurriculumTermCfg,
+    EventTermCfg,
+    ObsGroupCfg,
+    ObsTermCfg,
+    RewardTermCfg,
+    TerminationTermCfg,
+)
 from robolab.envs.velocity_env_cfg import (
     BackendCfg,
     VelocityEnvCfg,
@@ -115,6 +122,7 @@ class Go2RoughEnvCfg(Go2FlatEnvCfg):
     """The Go2-class robot on the generated rough terrain with its curriculum; the policy sees a height scan."""
 
     robot: RobotCfg = field(default_factory=go2_rough_robot_cfg)
+    only_positive_rewards: bool = True
     terrain: TerrainCfg | None = field(default_factory=TerrainCfg)
     backend: BackendCfg = field(default_factory=rough_backend)
     observations: dict[str, ObsGroupCfg] = field(default_factory=lambda: rough_observations(perceptive=True))
