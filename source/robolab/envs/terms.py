@@ -114,15 +114,15 @@ def term_key(table: str, name: str) -> str:
     return f"env.{table}.{name}"
 
 
-def resolve_func(func: Any, key: str) -> Callable:
-    """The callable ``func`` names (see ``TermCfg.func``)."""
+def resolve_func(func: Any, key: str, default_module: str = MDP_MODULE) -> Callable:
+    """The callable ``func`` names (see ``TermCfg.func``); a bare name is looked up in ``default_module``."""
     if callable(func):
         return func
     if not isinstance(func, str) or not func:
-        raise TermError(f"{key}: func={func!r}: give 'module:function' or a function name of {MDP_MODULE}")
+        raise TermError(f"{key}: func={func!r}: give 'module:function' or a function name of {default_module}")
     module_name, sep, attr = func.rpartition(":")
     if not sep:
-        module_name, attr = MDP_MODULE, func
+        module_name, attr = default_module, func
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:

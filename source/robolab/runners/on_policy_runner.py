@@ -151,11 +151,15 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
     def _gather_env_state(self) -> list[dict] | None:
         """Every rank's ``env.state_dict()`` (the terrain curriculum's levels), rank order; None for an env that
         keeps none (the same on every rank: they run one task)."""
-        state = self.env.state_dict() if hasattr(self.env, "state_dict") else {}
-        if not state:
+        local = self._local_env_state()
+        if local is None:
             return None
-        local = {key: value.detach().cpu() for key, value in state.items()}
         return distributed.all_gather_object(local) if self.is_distributed else [local]
+
+    def _local_env_state(self) -> dict | None:
+        """This rank's ``env.state_dict()`` on the CPU; None for an env that keeps none."""
+        state = self.env.state_dict() if hasattr(self.env, "state_dict") else {}
+        return {key: value.detach().cpu() for key, value in state.items()} or None
 
     # --- replication ------------------------------------------------------------------------------------
     def _maybe_check_replication(self, it: int) -> None:
@@ -199,9 +203,9 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         """A checkpoint at ``path``, written atomically; ``env_state``: every rank's env state (``_gather_env_state``;
         without it, this rank's alone)."""
         saved = self.alg.save()
-        if env_state is None and not self.is_distributed and hasattr(self.env, "state_dict"):
-            local = self.env.state_dict()
-            env_state = [{key: value.detach().cpu() for key, value in local.items()}] if local else None
+        if env_state is None and not self.is_distributed:
+            local = self._local_env_state()
+            env_state = [local] if local is not None else None
         if env_state is not None:
             saved["env_state"] = env_state
         saved["identity"] = self.identity()

@@ -35,8 +35,6 @@ class TerrainField:
         self._column_type = torch.tensor([self.level_type_names.index(n) for n in self.type_names], device=device)
         self._type_counts = torch.bincount(self._column_type[self.types], minlength=len(self.level_type_names))
         self._nan = torch.full((len(self.level_type_names),), float("nan"), device=device)
-        x_min, x_max, y_min, y_max = terrain.grid_bounds
-        self.grid_bounds = torch.tensor([x_min, x_max, y_min, y_max], device=device)
 
     @property
     def env_origins(self) -> torch.Tensor:

@@ -7,13 +7,12 @@ rising difficulty, columns along +y hold the types; the map is centred on the wo
 
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from robolab.envs.terms import TermError, bind, guarded
+from robolab.envs.terms import TermError, bind, guarded, resolve_func
 from robolab.terrains.config import TerrainCfg
 
 TILES_MODULE = "robolab.terrains.tiles"
@@ -92,21 +91,6 @@ def column_types(cfg: TerrainCfg) -> list[str]:
     ]
 
 
-def resolve_tile_func(func, key: str):
-    if callable(func):
-        return func
-    module_name, sep, attr = str(func).rpartition(":")
-    if not sep:
-        module_name, attr = TILES_MODULE, str(func)
-    try:
-        target = getattr(importlib.import_module(module_name), attr, None)
-    except ImportError as err:
-        raise TermError(f"{key}: func={func!r}: cannot import {module_name!r} ({err})") from None
-    if not callable(target):
-        raise TermError(f"{key}: func={func!r}: {module_name} has no function {attr!r}")
-    return target
-
-
 def generate(cfg: TerrainCfg) -> TerrainMap:
     """The terrain of ``cfg``: the same config gives the same heights, byte for byte."""
     check_terrain(cfg)
@@ -121,7 +105,7 @@ def generate(cfg: TerrainCfg) -> TerrainMap:
     funcs = {}
     for name in set(names):
         key = f"env.terrain.types.{name}"
-        funcs[name] = bind(resolve_tile_func(cfg.types[name].func, key), dict(cfg.types[name].params), key, 4)
+        funcs[name] = bind(resolve_func(cfg.types[name].func, key, TILES_MODULE), dict(cfg.types[name].params), key, 4)
     difficulty = np.linspace(0.0, 1.0, cfg.num_rows) if cfg.num_rows > 1 else np.ones(1)
     origins = np.zeros((cfg.num_rows, cfg.num_cols, 3), dtype=np.float32)
     x0, y0 = -(nx - 1) * h / 2, -(ny - 1) * h / 2
