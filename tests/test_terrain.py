@@ -290,3 +290,92 @@ def test_the_terrain_evaluation_counts_successes_falls_and_errors_per_type_and_l
             assert row["envs"] == 2 and row["success_rate"] == 0.5 and row["fall_rate"] == 0.0
             assert row["tracking_error"] > 0
     assert markdown(table).splitlines()[2] == "| flat | 50 | 50 |"
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"max_init_level": -1}, "env.terrain.max_init_level=-1: must be an integer >= 0"),
+        (
+            {"types": {"s": TerrainTypeCfg(func="pyramid_slope", params={"slope_deg_range": (0.0, 95.0)})}},
+            "env.terrain.types.s.params.slope_deg_range=[0.0, 95.0]: a slope must be under 90 degrees",
+        ),
+        (
+            {"types": {"r": TerrainTypeCfg(func="random_rough", params={"step": 0.0})}},
+            "env.terrain.types.r.params.step=0.0, downsampled_scale=0.2: both must be > 0",
+        ),
+        (
+            {"types": {"s": TerrainTypeCfg(func="pyramid_stairs", params={"step_width": 0.0})}},
+            "env.terrain.types.s.params.step_width=0.0: must be > 0",
+        ),
+        (
+            {"types": {"b": TerrainTypeCfg(func="discrete_obstacles", params={"count": -1})}},
+            "env.terrain.types.b.params.count=-1: must be >= 0",
+        ),
+        (
+            {"types": {"u": TerrainTypeCfg(func=lambda rng, difficulty, x, y: x[:1])}},
+            "env.terrain.types.u: returned (1, 41) heights (finite ones wanted, shaped like x: (41, 41))",
+        ),
+    ],
+)
+def test_a_bad_tile_setting_is_a_one_line_error_naming_it(changes, message):
+    with pytest.raises(ValueError) as err:
+        generate(small_terrain(**changes))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def _set(cfg, path: str, value) -> None:
+    table, name, param = path.split(".")
+    getattr(cfg, table)[name].params[param] = value
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        ("events.reset_robot.position_range", -1.0, "env.events.reset_robot.params.position_range=-1.0: a half-width"),
+        ("events.reset_robot.footprint", (1.0,), "env.events.reset_robot.params.footprint=[1.0]: expected [x, y]"),
+        (
+            "terminations.out_of_terrain.distance_buffer",
+            100.0,
+            "env.terminations.out_of_terrain.params.distance_buffer=100.0: must be >= 0 and under half",
+        ),
+        (
+            "curricula.terrain_level.move_up_fraction",
+            0.0,
+            "env.curricula.terrain_level.params.move_up_fraction=0.0, move_down_fraction=0.5: must be > 0",
+        ),
+    ],
+)
+def test_a_bad_rough_term_parameter_is_a_one_line_error_naming_it(path, value, message):
+    cfg = Go2RoughEnvCfg(num_envs=2, terrain=small_terrain())
+    cfg.backend.num_threads = 1
+    _set(cfg, path, value)
+    with pytest.raises(TermError) as err:
+        VelocityEnv(cfg)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_a_bad_height_scan_resolution_is_a_one_line_error():
+    cfg = Go2RoughEnvCfg(num_envs=2, terrain=small_terrain())
+    cfg.observations["policy"].terms["height_scan"].params["resolution"] = 0.0
+    with pytest.raises(TermError, match=r"^env\.observations\.policy\.terms\.height_scan\.params\.resolution=0\.0: "):
+        VelocityEnv(cfg)
+
+
+def test_the_terrain_evaluation_refuses_what_it_cannot_judge():
+    from robolab.cli import play
+    from robolab.cli.terrain import load_terrain_cfg
+    from robolab.config import ConfigError
+    from robolab.terrain_evaluation import evaluate_on_terrain, terrain_eval_overrides
+
+    with pytest.raises(ValueError, match=r"^--terrain_eval_speed=0.0: must be > 0 m/s$"):
+        terrain_eval_overrides(0.0)
+    env = rough_env(num_envs=8)  # 21 tiles
+    with pytest.raises(ValueError, match=r"^--num_envs=8: the evaluation needs at least one env per tile \(21\)$"):
+        evaluate_on_terrain(env, lambda obs: torch.zeros(8, 12))
+    with pytest.raises(ConfigError, match="--terrain_eval runs its own episodes: leave out --viewer"):
+        play.play(["--task", "RoboLab-Velocity-Rough-Go2-v0", "--terrain_eval", "--viewer", "web"])
+    with pytest.raises(ConfigError, match="RoboLab-Velocity-Flat-Go2-v0 has no generated terrain"):
+        load_terrain_cfg("RoboLab-Velocity-Flat-Go2-v0", [])
+    with pytest.raises(ConfigError, match=r"^agent.max_iterations=1: only env\.\* overrides shape the terrain$"):
+        load_terrain_cfg("RoboLab-Velocity-Rough-Go2-v0", ["agent.max_iterations=1"])
