@@ -24,17 +24,23 @@ from robolab.terrains import TerrainCfg, TerrainTypeCfg, generate
 from robolab.terrains.field import TerrainField
 
 SMALL = {"num_rows": 3, "num_cols": 7, "tile_size": (4.0, 4.0), "border_width": 1.0}
-"""A terrain with every default type, small enough to build in a blink (the tests' and CI's rough runs)."""
+"""A terrain with every default type, small enough to build in a blink (the tests' and CI's rough runs); its
+stairs fit a 4 m tile (a 1.5 m platform, 0.5 m borders: 3 steps a flight)."""
+SMALL_STAIRS = {"platform_width": 1.5, "border_width": 0.5}
 SMALL_OVERRIDES = [
     "env.terrain.num_rows=3",
     "env.terrain.num_cols=7",
     "env.terrain.tile_size=[4.0,4.0]",
     "env.terrain.border_width=1.0",
+    *(f"+env.terrain.types.{t}.params.{k}={v}" for t in ("stairs_up", "stairs_down") for k, v in SMALL_STAIRS.items()),
 ]
 
 
 def small_terrain(**changes) -> TerrainCfg:
-    return dataclasses.replace(TerrainCfg(**SMALL), **changes)
+    cfg = TerrainCfg(**SMALL)
+    for name in ("stairs_up", "stairs_down"):
+        cfg.types[name].params.update(SMALL_STAIRS)
+    return dataclasses.replace(cfg, **changes)
 
 
 def test_the_same_seed_gives_the_same_terrain_byte_for_byte_and_another_seed_another():
@@ -67,7 +73,8 @@ def test_heights_on_the_device_are_the_ground_mujoco_stands_on(seed):
 
 
 def test_each_type_has_the_shape_its_parameters_ask_for():
-    cfg = small_terrain(tile_size=(8.0, 8.0))  # the default tiles: 8 rings of stairs around a 3 m platform
+    cfg = dataclasses.replace(TerrainCfg(**SMALL), tile_size=(8.0, 8.0))  # the default tiles and types: 5 steps
+    # a flight, between a 1 m border and a 3 m platform
     terrain = generate(cfg)
     h, half = terrain.spacing, cfg.tile_size[0] / 2
     field = TerrainField(terrain, 7, torch.device("cpu"), torch.Generator().manual_seed(0), 0)
@@ -83,6 +90,11 @@ def test_each_type_has_the_shape_its_parameters_ask_for():
     outer = profile(names.index("stairs_up"), [half - 0.01])
     np.testing.assert_allclose(np.diff(stairs), [0.20, 0.20], atol=1e-5)
     assert outer[0] == pytest.approx(0.0, abs=1e-5)  # tiles meet at height 0
+    # Isaac Lab's flights: level along the 1 m border, then 5 risers up to the platform, and level again
+    flight = profile(names.index("stairs_up"), -np.arange(0.0, half, 0.1))  # centre to edge, at the height samples
+    risers = np.flatnonzero(np.abs(np.diff(flight)) > 1e-5)
+    assert len(risers) == 5 and np.allclose(np.diff(flight)[risers], 0.20, atol=1e-5)
+    assert np.ptp(flight[-10:]) < 1e-5 and np.ptp(flight[:16]) < 1e-5  # the border and the 3 m platform
     stairs_down = profile(names.index("stairs_down"), [1.75, 2.05])
     assert np.diff(stairs_down)[0] == pytest.approx(-0.20, abs=1e-5)
     # slopes: 25 degrees at the hardest row, rising (up) or falling (down) away from the centre
@@ -117,7 +129,8 @@ def test_each_type_has_the_shape_its_parameters_ask_for():
         ),
         (
             {"types": {"s": TerrainTypeCfg(func="pyramid_stairs", params={"platform_width": 5.0})}},
-            "env.terrain.types.s.params.platform_width=5.0: must be >= 0 and smaller than the tile",
+            "env.terrain.types.s.params.platform_width=5.0, border_width=1.0: the platform must be >= 0 and smaller "
+            "than the tile (4 m) less two borders",
         ),
         ({"types": {"s": TerrainTypeCfg(func="volcano")}}, "env.terrain.types.s: func='volcano': robolab.terrains"),
         (
@@ -189,6 +202,27 @@ def test_the_curriculum_moves_walkers_up_and_standers_down_with_a_scripted_polic
     assert float(logged[-1]) == pytest.approx(float(after.float().mean()))
     # the next episodes start on their new tiles
     torch.testing.assert_close(env.state.base_pos[:, :2], env.terrain.env_origins[:, :2], atol=0.05, rtol=0)
+
+
+def test_a_resumed_curriculum_judges_each_first_episode_from_where_it_began():
+    # Levels restored from a checkpoint differ from those the envs were placed by: their first episodes run on the
+    # old tiles, rows away from the restored levels' centres. Standing still there walks nothing: down, never up.
+    terrain = small_terrain(num_rows=4, num_cols=2, types={"flat": TerrainTypeCfg()}, max_init_level=0)
+    cfg = Go2RoughEnvCfg(num_envs=8, terrain=terrain, episode_length_s=2.0, seed=3)
+    cfg.backend.num_threads = 1
+    cfg.terminations = {"time_out": TerminationTermCfg(func="time_out", time_out=True)}
+    cfg.events["reset_robot"].params.update({"position_range": 0.0, "base_velocity": 0.0})
+    cfg.commands["base_velocity"].params.update(
+        {"lin_vel_x": (1.0, 1.0), "lin_vel_y": (0.0, 0.0), "ang_vel_z": (0.0, 0.0), "standing_fraction": 0.0}
+    )
+    env = VelocityEnv(cfg)
+    assert (env.terrain.levels == 0).all()  # placed on level 0
+    restored = torch.tensor([3, 3, 2, 2, 3, 3, 2, 2])
+    env.load_state_dict({"terrain.levels": restored})
+    for _ in range(env.max_episode_length):
+        _, _, dones, _ = env.step(torch.zeros(8, 12))
+    assert dones.all()
+    assert torch.equal(env.terrain.levels, restored - 1)
 
 
 def test_solving_the_top_level_sends_an_env_to_a_random_level():

@@ -103,10 +103,11 @@ def test_web_viewer_page_loads_updates_and_shows_the_robot():
 
 
 def test_the_terrain_mesh_is_the_ground_mujoco_stands_on_sampled_down_to_fit():
-    from robolab.terrains import TerrainCfg, generate
+    from robolab.terrains import generate
     from robolab.terrains.field import TerrainField
+    from test_terrain import small_terrain
 
-    terrain = generate(TerrainCfg(num_rows=3, num_cols=7, tile_size=(4.0, 4.0), border_width=1.0))
+    terrain = generate(small_terrain())
     vertices, faces = viewer.terrain_mesh(terrain, max_vertices=20_000)
     assert len(vertices) <= 20_000 and faces.max() < len(vertices)
     field = TerrainField(terrain, 1, torch.device("cpu"), torch.Generator(), 0)
@@ -117,9 +118,9 @@ def test_the_terrain_mesh_is_the_ground_mujoco_stands_on_sampled_down_to_fit():
 @pytest.mark.slow
 def test_web_viewer_draws_the_generated_terrain():
     from robolab.tasks.velocity.go2.env_cfgs import Go2RoughEnvCfg
-    from robolab.terrains import TerrainCfg
+    from test_terrain import small_terrain
 
-    cfg = Go2RoughEnvCfg(num_envs=2, terrain=TerrainCfg(num_rows=3, num_cols=7, tile_size=(4.0, 4.0), border_width=1.0))
+    cfg = Go2RoughEnvCfg(num_envs=2, terrain=small_terrain())
     cfg.backend.num_threads = 1
     env = VelocityEnv(cfg)
     web = viewer.WebViewer(env, port=free_port(), num_shown=2)

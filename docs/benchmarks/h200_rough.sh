@@ -7,6 +7,14 @@
 #                                              # against wall time from launch (rough_curve.json)
 #   bash docs/benchmarks/h200_rough.sh eval    # play.py --terrain_eval on the train run's checkpoints nearest EVAL_AT_S
 #                                              # (300 540) s after launch (rough_eval_<s>s.json)
+#   bash docs/benchmarks/h200_rough.sh distill # the blind student distilled from the newest perceptive checkpoint for
+#                                              # DISTILL_S s (540); its curve (student_curve.json) and the terrain
+#                                              # evaluation of its last checkpoint (student_eval.json)
+#   bash docs/benchmarks/h200_rough.sh rays    # tests/test_terrain_backends.py on the GPU (ray casts and scans on CUDA
+#                                              # against MuJoCo C included) and the scan's cost by rays vs height map
+#                                              # at SIZES (4096) envs (height_scan_rays.sh)
+#   bash docs/benchmarks/h200_rough.sh cache   # warp's compiled kernels as $OUT/warp_cache.tar.xz, to carry to a later
+#                                              # machine (WARP_CACHE_PATH; a cold cache costs ~3 minutes per launch)
 # MuJoCo Warp comes as parts (warp_site.sh), the other wheels from .whl/ (device_env.sh).
 set -uo pipefail
 here="$(dirname "$0")"
@@ -15,6 +23,41 @@ here="$(dirname "$0")"
 python3 -c "import mujoco_warp, warp" || { echo "MuJoCo Warp is not installed: carry the parts (warp_site.sh)"; exit 1; }
 LOGS=/tmp/robolab_logs
 TASK=RoboLab-Velocity-Rough-Go2-v0
+STUDENT_TASK=RoboLab-Velocity-Rough-Go2-Distillation-v0
+export WARP_CACHE_PATH="${WARP_CACHE_PATH:-/tmp/warp_cache}"
+if [ -f .warpcache/warp_cache.tar.xz ] && [ ! -d "$WARP_CACHE_PATH" ]; then
+  mkdir -p "$WARP_CACHE_PATH" && tar -xJf .warpcache/warp_cache.tar.xz -C "$WARP_CACHE_PATH"
+fi
+
+# curve RUN LAUNCHED_AT TAG...: the run's scalars against wall time from launch, and its checkpoints' times.
+curve() {
+  python3 - "$@" <<'PY'
+import json, os, sys
+sys.path.insert(0, "source")
+from robolab.cli.plot import read_scalars
+run, start, tags = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+s = read_scalars(run, start_time=start)
+tags += sorted(t for t in s if t.startswith("Curriculum/terrain_level/"))
+curve = {t: [(it, round(w, 1), round(v, 4)) for it, w, v in s[t]] for t in tags if t in s}
+ckpts = sorted((int(f[6:-3]), round(os.path.getmtime(os.path.join(run, f)) - start, 1))
+               for f in os.listdir(run) if f.startswith("model_"))
+print(json.dumps({"run": run, "launched_at": start, "checkpoints": ckpts, "curve": curve}))
+PY
+}
+
+# terrain_eval TASK RUN CHECKPOINT NAME: play.py --terrain_eval of one checkpoint into $OUT/NAME.json (+ .tail).
+terrain_eval() {
+  timeout 200 python3 scripts/play.py --task "$1" --device cuda --load_run "$2" --checkpoint "$3" \
+    --num_envs "${EVAL_ENVS:-2000}" --terrain_eval --no_export > "$OUT/$4.log" 2>&1
+  python3 - "$OUT/$4.log" "$3" > "$OUT/$4.json" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+result = json.loads(text[text.index("{\n"):])
+result["checkpoint_file"] = sys.argv[2]
+print(json.dumps(result, indent=1))
+PY
+  tail -c 3000 "$OUT/$4.log" > "$OUT/$4.tail"; rm "$OUT/$4.log"
+}
 
 for mode in "$@"; do
 case "$mode" in
@@ -49,19 +92,8 @@ train)
     --max_iterations 100000 --run_name rough_h200 --log_root "$LOGS" agent.save_interval=25 ${TRAIN_OVERRIDES:-} \
     > "$OUT/train.log" 2>&1
   run=$(ls -td "$LOGS"/go2_rough/*_rough_h200 | head -1); echo "$run" > "$LOGS.run"
-  python3 - "$run" "$start" > "$OUT/rough_curve.json" <<'PY'
-import json, os, sys
-sys.path.insert(0, "source")
-from robolab.cli.plot import read_scalars
-run, start = sys.argv[1], float(sys.argv[2])
-s = read_scalars(run, start_time=start)
-tags = ["Curriculum/terrain_level", "Metrics/lin_vel_tracking_error", "Metrics/fall_rate", "Train/mean_reward"]
-tags += sorted(t for t in s if t.startswith("Curriculum/terrain_level/"))
-curve = {t: [(it, round(w, 1), round(v, 4)) for it, w, v in s[t]] for t in tags if t in s}
-ckpts = sorted((int(f[6:-3]), round(os.path.getmtime(os.path.join(run, f)) - start, 1))
-               for f in os.listdir(run) if f.startswith("model_"))
-print(json.dumps({"run": run, "launched_at": start, "checkpoints": ckpts, "curve": curve}))
-PY
+  curve "$run" "$start" Curriculum/terrain_level Metrics/lin_vel_tracking_error Metrics/fall_rate Train/mean_reward \
+    > "$OUT/rough_curve.json"
   tail -c 15000 "$OUT/train.log" > "$OUT/train.tail"; rm "$OUT/train.log"
   cp "$run/summary.json" "$OUT/rough_train_summary.json" 2>/dev/null ;;
 eval)
@@ -74,17 +106,28 @@ done = [(os.path.getmtime(os.path.join(run, f)) - start, f) for f in os.listdir(
 print(max((t, f) for t, f in done if t <= at)[1])
 PY
 )
-    timeout 200 python3 scripts/play.py --task $TASK --device cuda --load_run "$run" --checkpoint "$ckpt" \
-      --num_envs "${EVAL_ENVS:-2000}" --terrain_eval --no_export > "$OUT/rough_eval_${at}s.log" 2>&1
-    python3 - "$OUT/rough_eval_${at}s.log" "$ckpt" "$at" > "$OUT/rough_eval_${at}s.json" <<'PY'
-import json, sys
-text = open(sys.argv[1]).read()
-result = json.loads(text[text.index("{\n"):])
-result.update({"checkpoint_file": sys.argv[2], "at_most_s_after_launch": float(sys.argv[3])})
-print(json.dumps(result, indent=1))
-PY
-    tail -c 3000 "$OUT/rough_eval_${at}s.log" > "$OUT/rough_eval_${at}s.tail"; rm "$OUT/rough_eval_${at}s.log"
+    terrain_eval $TASK "$run" "$ckpt" "rough_eval_${at}s"
   done ;;
+distill)
+  start=$(date +%s.%N)
+  timeout -s TERM "${DISTILL_S:-540}" python3 scripts/train.py --task $STUDENT_TASK --device cuda \
+    --num_envs "${TRAIN_ENVS:-4096}" --max_iterations 100000 --run_name rough_h200_student --log_root "$LOGS" \
+    agent.save_interval=25 ${DISTILL_OVERRIDES:-} > "$OUT/student.log" 2>&1
+  run=$(ls -td "$LOGS"/go2_rough_distillation/*_rough_h200_student | head -1)
+  curve "$run" "$start" Curriculum/terrain_level Metrics/lin_vel_tracking_error Metrics/fall_rate \
+    Loss/behavior > "$OUT/student_curve.json"
+  tail -c 8000 "$OUT/student.log" > "$OUT/student.tail"; rm "$OUT/student.log"
+  ckpt=$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)
+  terrain_eval $STUDENT_TASK "$run" "$ckpt" student_eval ;;
+rays)
+  ROBOLAB_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/test_terrain_backends.py \
+    > "$OUT/gpu_terrain_tests.log" 2>&1
+  tail -3 "$OUT/gpu_terrain_tests.log"
+  OUT="$OUT/rays" DEVICE=cuda EXTRA="env.backend=warp" SIZES="${SIZES:-4096}" bash "$here/height_scan_rays.sh" ;;
+cache)
+  tar -cf - -C "$WARP_CACHE_PATH" . | xz -6 -T0 > "$OUT/warp_cache.tar.xz"
+  size=$(stat -c %s "$OUT/warp_cache.tar.xz"); echo "warp kernel cache: $size bytes"
+  [ "$size" -lt 16000000 ] || { echo "over 16 MB: not returned"; rm "$OUT/warp_cache.tar.xz"; } ;;
 esac
 done
 ls -l "$OUT"

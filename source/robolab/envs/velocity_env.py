@@ -235,6 +235,8 @@ class VelocityEnv(VecEnv):
         self.episode_steps = torch.zeros(n, device=dev)  # steps actually run (episode_length_buf may start random)
         self.episode_gait = torch.zeros(n, len(self.gait_scores.names), device=dev)
         self.last_tracking_error = torch.zeros(n, device=dev)
+        self.episode_start_xy = torch.zeros(n, 2, device=dev)
+        """Where each env's base stood when its episode began (world xy): distance walked is measured from here."""
 
     def _check_velocity_command(self):
         name = self.cfg.velocity_command
@@ -273,6 +275,8 @@ class VelocityEnv(VecEnv):
         self._curriculum_log = {t.name: guarded(t.key, t.call, self, mask) for t in self.curricula}
         for event in self.events["reset"]:
             guarded(event.key, event.call, self, mask)
+        start = self.backend.qpos[:, :2].to(self.device)  # as the reset events placed them
+        self.episode_start_xy = torch.where(mask[:, None], start, self.episode_start_xy)
         self.episode_length_buf.masked_fill_(mask, 0)
         for buf in (
             self.last_actions,

@@ -24,13 +24,22 @@ def lerp(value_range, difficulty: float, key: str, low_bound: float | None = 0.0
     return low + difficulty * (high - low)
 
 
-def _edge_distance(x: np.ndarray, y: np.ndarray, platform_width: float) -> tuple[np.ndarray, float]:
-    """Each vertex's distance from the tile's nearest edge, and the distance at which the central platform starts."""
+def _edge_distance(
+    x: np.ndarray, y: np.ndarray, platform_width: float, border_width: float = 0.0
+) -> tuple[np.ndarray, float]:
+    """Each vertex's distance inwards from a flat ring ``border_width`` wide along the tile's edges (0 on the ring),
+    and the distance at which the central platform starts."""
     size_x, size_y = float(x.max()), float(y.max())
-    if not 0 <= platform_width < min(size_x, size_y):
-        raise ValueError(f"platform_width={platform_width}: must be >= 0 and smaller than the tile ({size_x} m)")
-    distance = np.minimum.reduce([x, size_x - x, y, size_y - y])
-    return distance, (min(size_x, size_y) - platform_width) / 2
+    size = min(size_x, size_y)
+    if border_width < 0:
+        raise ValueError(f"border_width={border_width}: must be >= 0")
+    if not 0 <= platform_width < size - 2 * border_width:
+        raise ValueError(
+            f"platform_width={platform_width}, border_width={border_width}: the platform must be >= 0 and smaller "
+            f"than the tile ({size:g} m) less two borders"
+        )
+    distance = np.minimum.reduce([x, size_x - x, y, size_y - y]) - border_width
+    return np.maximum(distance, 0.0), (size - platform_width) / 2 - border_width
 
 
 def flat(rng: np.random.Generator, difficulty: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -72,14 +81,16 @@ def pyramid_slope(
     y: np.ndarray,
     slope_deg_range: tuple[float, float] = (0.0, 25.0),
     platform_width: float = 2.0,
+    border_width: float = 0.25,
     inverted: bool = False,
 ) -> np.ndarray:
-    """Four slopes of ``slope_deg`` rising from the tile's edges to a flat central platform (``inverted``: falling
-    to a pit, so a robot leaving the centre walks up)."""
+    """Four slopes of ``slope_deg`` rising from a flat ring ``border_width`` wide along the tile's edges to a flat
+    central platform (``inverted``: falling to a pit, so a robot leaving the centre walks up). Isaac Lab's pyramid
+    slope: a 2 m platform, a 0.25 m border."""
     slope = lerp(slope_deg_range, difficulty, "slope_deg_range")
     if slope >= 90:
         raise ValueError(f"slope_deg_range={list(slope_deg_range)}: a slope must be under 90 degrees")
-    distance, platform_at = _edge_distance(x, y, platform_width)
+    distance, platform_at = _edge_distance(x, y, platform_width, border_width)
     height = math.tan(math.radians(slope)) * np.minimum(distance, platform_at)
     return -height if inverted else height
 
@@ -92,15 +103,18 @@ def pyramid_stairs(
     step_height_range: tuple[float, float] = (0.05, 0.20),
     step_width: float = 0.3,
     platform_width: float = 3.0,
+    border_width: float = 1.0,
     inverted: bool = False,
 ) -> np.ndarray:
-    """Square rings of steps ``step_width`` wide and ``step_height`` high up to a central platform (``inverted``:
-    down to it, so a robot leaving the centre climbs)."""
+    """Square rings of steps ``step_width`` wide and ``step_height`` high from a flat ring ``border_width`` wide
+    along the tile's edges up to a central platform (``inverted``: down to it, so a robot leaving the centre
+    climbs). Isaac Lab's pyramid stairs: 0.3 m steps, a 3 m platform, a 1 m border: 5 steps a flight on 8 m tiles."""
     step_height = lerp(step_height_range, difficulty, "step_height_range")
     if step_width <= 0:
         raise ValueError(f"step_width={step_width}: must be > 0")
-    distance, platform_at = _edge_distance(x, y, platform_width)
-    steps = np.floor(np.minimum(distance, platform_at) / step_width)
+    distance, platform_at = _edge_distance(x, y, platform_width, border_width)
+    # a riser every step_width inwards from the border (1e-9: 1.5 m / 0.3 m is 5 steps, not 4.999...)
+    steps = np.floor(np.minimum(distance, platform_at) / step_width + 1e-9)
     height = steps * step_height
     return -height if inverted else height
 

@@ -114,6 +114,14 @@ class PhysicsBackend(ABC):
     def set_added_base_mass(self, added_mass: torch.Tensor) -> None:
         """Add ``added_mass`` kg to the nominal base mass, one value per variant."""
 
+    def cast_rays(self, origins: torch.Tensor, directions: torch.Tensor, max_distance: float) -> torch.Tensor:
+        """Distance (m) along each ray to the first static geom it meets (``robolab.envs.backends.rays``: the
+        terrain and the scene, never the robot), ``inf`` where none is within ``max_distance``; (num_envs, rays).
+
+        ``origins`` is one point per env (num_envs, 3), ``directions`` unit vectors (num_envs, rays, 3), world
+        frame: one origin per env is what MuJoCo C's ``mj_multiRay`` casts from, so both backends cast the same."""
+        raise NotImplementedError(f"{type(self).__name__} casts no rays")
+
     def synchronize(self) -> None:
         """Wait for queued device work (timing); backends that step synchronously need not override."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import mujoco
 import numpy as np
@@ -19,6 +20,7 @@ from mujoco import rollout
 
 from robolab.assets import RobotModel
 from robolab.envs.backends.base import PhysicsBackend, variant_blocks
+from robolab.envs.backends.rays import check_max_distance, static_scene_data
 
 
 def usable_cores() -> int:
@@ -62,6 +64,8 @@ class MujocoBackend(PhysicsBackend):
         self._sensor = np.zeros((num_envs, 1, model.nsensordata))
         self._non_finite = np.zeros(num_envs, dtype=bool)
         self._render_data: mujoco.MjData | None = None
+        self._ray_datas: list[mujoco.MjData] = []
+        self._ray_pool: ThreadPoolExecutor | None = None
 
     # --- stepping -------------------------------------------------------------------------------------
     def step(self, joint_targets: torch.Tensor, decimation: int) -> None:
@@ -123,6 +127,44 @@ class MujocoBackend(PhysicsBackend):
     def non_finite(self) -> torch.Tensor:
         return torch.from_numpy(self._non_finite.copy()).to(self.device)
 
+    def cast_rays(self, origins: torch.Tensor, directions: torch.Tensor, max_distance: float) -> torch.Tensor:
+        check_max_distance(max_distance)
+        if not self._ray_datas:
+            # One scene copy per thread: mj_multiRay works on its MjData's stack. It releases the GIL.
+            self._ray_datas = [static_scene_data(self.robot.model) for _ in range(max(1, self.num_threads))]
+            self._ray_pool = ThreadPoolExecutor(len(self._ray_datas)) if len(self._ray_datas) > 1 else None
+        pnt = np.ascontiguousarray(origins.detach().cpu().numpy(), dtype=np.float64)
+        vec = np.ascontiguousarray(directions.detach().cpu().numpy(), dtype=np.float64)
+        num_envs, num_rays = vec.shape[:2]
+        dist = np.empty((num_envs, num_rays))
+        geom = np.empty((num_envs, num_rays), dtype=np.int32)
+        model = self.robot.model
+
+        def cast(worker: int) -> None:
+            data = self._ray_datas[worker]
+            for env in range(worker, num_envs, len(self._ray_datas)):
+                mujoco.mj_multiRay(
+                    model,
+                    data,
+                    pnt[env],
+                    vec[env].reshape(-1),
+                    None,
+                    1,
+                    -1,
+                    geom[env],
+                    dist[env],
+                    None,
+                    num_rays,
+                    max_distance,
+                )
+
+        if self._ray_pool is None:
+            cast(0)
+        else:
+            list(self._ray_pool.map(cast, range(len(self._ray_datas))))
+        dist[(dist < 0) | (dist > max_distance)] = np.inf  # -1: nothing hit
+        return self._torch(dist)
+
     # --- writes ---------------------------------------------------------------------------------------
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         ids = np.flatnonzero(mask.cpu().numpy())  # the physics is on the CPU: the ids are needed here anyway
@@ -165,3 +207,5 @@ class MujocoBackend(PhysicsBackend):
 
     def close(self) -> None:
         self._pool.close()
+        if self._ray_pool is not None:
+            self._ray_pool.shutdown()

@@ -13,8 +13,9 @@ each env's variant, so env ``i`` simulates the same physics variant on every bac
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import mujoco
 import mujoco_warp as mjw
@@ -24,6 +25,7 @@ import warp as wp
 
 from robolab.assets import RobotModel
 from robolab.envs.backends.base import PhysicsBackend, variant_blocks
+from robolab.envs.backends.rays import check_max_distance, static_scene_data
 from robolab.envs.backends.warp_kernels import flag_non_finite_state, track_contact_peaks
 
 # What overflowed -> the setting that sizes it. An env whose buffers overflowed is reset (its physics left contacts
@@ -57,6 +59,16 @@ def contact_capacity(model: mujoco.MjModel) -> tuple[int | None, int | None]:
     rows_per_contact = 2 * (condim - 1) if model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL else condim
     limits = int(model.jnt_limited.sum()) + int(model.neq) * 6
     return max(contacts, 1), contacts * rows_per_contact + limits
+
+
+_rays: Any = mjw.rays  # its warp array annotations (array2d[vec3]) are no types a checker can match
+
+
+def _ray_buffers(total: int) -> tuple[Any, Any, Any, Any]:
+    """Per-ray body exclusions (none: the robot is out of the way) and the outputs: distance, geom, normal."""
+    exclude = wp.full(total, -1, dtype=int)
+    vec3: Any = wp.vec3
+    return exclude, wp.empty((1, total), dtype=float), wp.empty((1, total), dtype=int), wp.empty((1, total), dtype=vec3)
 
 
 def warp_device_for(device: torch.device) -> wp.context.Device:
@@ -141,6 +153,8 @@ class WarpBackend(PhysicsBackend):
         self._events = (wp.Event(self.wp_device), wp.Event(self.wp_device)) if self.wp_device.is_cuda else None
         self._torch_streams: dict[int, wp.Stream] = {}
         self._render_data: mujoco.MjData | None = None
+        self._ray_scene: mjw.Data | None = None
+        self._ray_buffers: dict[int, tuple[Any, Any, Any, Any]] = {}
         self._warm_up()
 
     def _warm_up(self) -> None:
@@ -246,6 +260,38 @@ class WarpBackend(PhysicsBackend):
     @property
     def non_finite(self) -> torch.Tensor:
         return self._non_finite_view
+
+    def cast_rays(self, origins: torch.Tensor, directions: torch.Tensor, max_distance: float) -> torch.Tensor:
+        check_max_distance(max_distance)
+        num_envs, num_rays = directions.shape[:2]
+        total = num_envs * num_rays
+        # All envs' rays are one world's rays into one static copy of the scene (the same for every env).
+        pnt = origins.to(self.device, torch.float32)[:, None, :].expand(-1, num_rays, -1).reshape(1, total, 3)
+        vec = directions.to(self.device, torch.float32).reshape(1, total, 3).contiguous()
+        with wp.ScopedDevice(self.wp_device):
+            if self._ray_scene is None:
+                self._ray_scene = mjw.put_data(self.robot.model, static_scene_data(self.robot.model), nworld=1)
+            buffers = self._ray_buffers.get(total)
+            if buffers is None:
+                buffers = self._ray_buffers[total] = _ray_buffers(total)
+            exclude, dist, geom, normal = buffers
+            # On torch's stream: after the writes of the base pose the origins come from, before the reads.
+            on_torch = wp.ScopedStream(self._torch_stream()) if self.wp_device.is_cuda else contextlib.nullcontext()
+            with on_torch:
+                _rays(
+                    self._model,
+                    self._ray_scene,
+                    wp.from_torch(pnt.contiguous(), dtype=wp.vec3),
+                    wp.from_torch(vec, dtype=wp.vec3),
+                    (-1,) * 6,  # every geom group
+                    True,  # static geoms: the terrain and the scene
+                    exclude,
+                    dist,
+                    geom,
+                    normal,
+                )
+        out = wp.to_torch(dist).view(num_envs, num_rays)
+        return torch.where((out >= 0) & (out <= max_distance), out, torch.inf)
 
     # --- writes (torch ops on the views, queued on torch's stream) ------------------------------------
     def reset(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
