@@ -32,7 +32,7 @@ SMALL_OVERRIDES = [
     "env.terrain.num_cols=7",
     "env.terrain.tile_size=[4.0,4.0]",
     "env.terrain.border_width=1.0",
-    *(f"+env.terrain.types.{t}.params.{k}={v}" for t in ("stairs_up", "stairs_down") for k, v in SMALL_STAIRS.items()),
+    *(f"env.terrain.types.{t}.params.{k}={v}" for t in ("stairs_up", "stairs_down") for k, v in SMALL_STAIRS.items()),
 ]
 
 

@@ -24,20 +24,17 @@ class TerrainTypeCfg:
 
 def rough_terrain_types() -> dict[str, TerrainTypeCfg]:
     """The field's standard mix (Isaac Lab's and legged_gym's rough terrain), named by what a robot that walks out
-    of a tile's centre meets: stairs and slopes up and down, random rough ground, boxes, and some flat."""
+    of a tile's centre meets: stairs and slopes up and down, random rough ground, boxes, and some flat. The pyramids'
+    platform and flat border are listed so that a Hydra override can change them without ``+``."""
+    slope = {"slope_deg_range": (0.0, 25.0), "platform_width": 2.0, "border_width": 0.25}
+    stairs = {"step_height_range": (0.05, 0.20), "step_width": 0.3, "platform_width": 3.0, "border_width": 1.0}
     return {
         "flat": TerrainTypeCfg(func="flat", proportion=0.1),
         "random_rough": TerrainTypeCfg(func="random_rough", proportion=0.15, params={"amplitude_range": (0.02, 0.10)}),
-        "slope_up": TerrainTypeCfg(
-            func="pyramid_slope", proportion=0.125, params={"slope_deg_range": (0.0, 25.0), "inverted": True}
-        ),
-        "slope_down": TerrainTypeCfg(func="pyramid_slope", proportion=0.125, params={"slope_deg_range": (0.0, 25.0)}),
-        "stairs_up": TerrainTypeCfg(
-            func="pyramid_stairs", proportion=0.2, params={"step_height_range": (0.05, 0.20), "inverted": True}
-        ),
-        "stairs_down": TerrainTypeCfg(
-            func="pyramid_stairs", proportion=0.15, params={"step_height_range": (0.05, 0.20)}
-        ),
+        "slope_up": TerrainTypeCfg(func="pyramid_slope", proportion=0.125, params={**slope, "inverted": True}),
+        "slope_down": TerrainTypeCfg(func="pyramid_slope", proportion=0.125, params=dict(slope)),
+        "stairs_up": TerrainTypeCfg(func="pyramid_stairs", proportion=0.2, params={**stairs, "inverted": True}),
+        "stairs_down": TerrainTypeCfg(func="pyramid_stairs", proportion=0.15, params=dict(stairs)),
         "boxes": TerrainTypeCfg(func="discrete_obstacles", proportion=0.15, params={"height_range": (0.05, 0.20)}),
     }
 
