@@ -413,3 +413,22 @@ def test_the_terrain_evaluation_refuses_what_it_cannot_judge():
         load_terrain_cfg("RoboLab-Velocity-Flat-Go2-v0", [])
     with pytest.raises(ConfigError, match=r"^agent.max_iterations=1: only env\.\* overrides shape the terrain$"):
         load_terrain_cfg("RoboLab-Velocity-Rough-Go2-v0", ["agent.max_iterations=1"])
+
+
+def test_divergences_are_logged_per_terrain_type():
+    """Each type's count of episodes ended by a divergence, for finding where the physics fails (their sum is
+    ``Episode_Termination/diverged``)."""
+    env = rough_env(num_envs=21)  # 3 envs on each of the 7 columns, one type a column
+    names = env.terrain.level_type_names
+    on_type = [env.terrain.type_names[c] for c in env.terrain.types.tolist()]
+    chosen = {"boxes": 2, "stairs_up": 1}  # how many of that type's envs diverge
+    mask = torch.zeros(env.num_envs, dtype=torch.bool)
+    for name, n in chosen.items():
+        mask[[i for i, t in enumerate(on_type) if t == name][:n]] = True
+    env.divergence.diverged = lambda non_finite: mask.clone()  # which envs diverge is this test's to choose
+    _, _, dones, extras = env.step(torch.zeros(env.num_envs, env.num_actions))
+    log = extras["log"]
+    assert bool(dones.bool()[mask].all())
+    per_type = {name: float(log[f"Episode_Termination/diverged/{name}"]) for name in names}
+    assert per_type == {name: float(chosen.get(name, 0)) for name in names}
+    assert float(log["Episode_Termination/diverged"]) == sum(chosen.values())

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The declared-terms MDP (issue 24) against the MDP it replaced, measured in one invocation: the tree before
 # (commit eadf0b4) and this tree, each through its own scripts/benchmark.py, alternating ROUNDS times, then the
-# ratios after/before of rollout and training env steps/s (mean over rounds) in summary_<device>.json.
+# ratios after/before of rollout and training env steps/s (mean over rounds) in summary_<device>.json. The order
+# turns each round (before-after, after-before, ...), so neither tree always runs on a GPU the other just warmed.
 #   here (CPU):      bash docs/benchmarks/terms_before_after.sh
 #   on a GPU:        DEVICE=cuda SIZES="4096 65536" EXTRA="env.backend=warp" BEFORE_TREE=.before bash ...
 # BEFORE_TREE: a checkout of the before commit (default: a git worktree made at /tmp/robolab_before); on the device
@@ -20,7 +21,8 @@ if [ ! -d "$BEFORE_TREE/source/robolab" ]; then git worktree add -f "$BEFORE_TRE
 AFTER_TREE=$PWD
 for n in $SIZES; do
   for round in $(seq "$ROUNDS"); do
-    for side in before after; do
+    sides="before after"; [ $((round % 2)) = 0 ] && sides="after before"
+    for side in $sides; do
       tree=$BEFORE_TREE; [ "$side" = after ] && tree=$AFTER_TREE
       # Each tree's own code and Hydra configs (an editable install would otherwise give both this tree's configs).
       PYTHONPATH="$tree/source${PYTHONPATH:+:$PYTHONPATH}" ROBOLAB_CONFIG_DIR="$tree/config" \

@@ -9,6 +9,7 @@ env's velocity command and tracking error.
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 
@@ -168,7 +169,10 @@ class NativeViewer:
         self.env = env
         model, data = env.backend.render_data(0)
         self.data = data
+        before = set(threading.enumerate())
         self.handle = mujoco.viewer.launch_passive(model, data)
+        # MuJoCo's handle keeps no reference to the thread that runs the window: the new thread is it.
+        self._window_threads = [t for t in threading.enumerate() if t not in before]
         self.frames = 0
 
     def update(self, commands, errors) -> None:
@@ -179,11 +183,8 @@ class NativeViewer:
         self.frames += 1
 
     def close(self) -> None:
-        import time
-
         self.handle.close()
-        # The window's render thread ends on its own; tearing the interpreter down under it crashes GLFW.
-        deadline = time.time() + 5.0
-        while self.handle.is_running() and time.time() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.2)
+        # The window's thread destroys its GLFW window after the exit request; tearing the interpreter down under
+        # it crashes GLFW (a segfault at exit under load), so wait for that thread to end.
+        for thread in self._window_threads:
+            thread.join(timeout=10.0)

@@ -363,6 +363,10 @@ class VelocityEnv(VecEnv):
         kinds = (*[t.name for t in self.termination_terms], "fell", "time_out", "non_finite", "diverged")
         for kind, value in zip(kinds, counts):
             log[f"Episode_Termination/{kind}"] = value
+        if self.terrain is not None:  # where the physics diverges (on MuJoCo Warp: mostly on some terrain types)
+            by_type = torch.where(count > 0, self.terrain.count_by_type(diverged & done), nan).unbind()
+            for name, value in zip(self.terrain.level_type_names, by_type):
+                log[f"Episode_Termination/diverged/{name}"] = value
         log["Metrics/non_finite_total"] = torch.where(count > 0, self.divergence.non_finite_total.float(), nan)
         log["Metrics/diverged_total"] = torch.where(count > 0, self.divergence.diverged_total.float(), nan)
         if self.divergence.overflow_watched:

@@ -60,6 +60,11 @@ class TerrainField:
         sums = torch.zeros(len(self.level_type_names), device=self.device).index_add_(0, env_type, self.levels.float())
         return torch.where(self._type_counts > 0, sums / self._type_counts.clamp_min(1), self._nan)
 
+    def count_by_type(self, mask: torch.Tensor) -> torch.Tensor:
+        """(types,) how many envs of ``mask`` stand on each type of ``level_type_names``."""
+        env_type = self._column_type[self.types]
+        return torch.zeros(len(self.level_type_names), device=self.device).index_add_(0, env_type, mask.float())
+
     # --- checkpoints ----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {"levels": self.levels.clone()}
