@@ -364,7 +364,7 @@ class VelocityEnv(VecEnv):
         for kind, value in zip(kinds, counts):
             log[f"Episode_Termination/{kind}"] = value
         if self.terrain is not None:  # where the physics diverges (on MuJoCo Warp: mostly on some terrain types)
-            by_type = torch.where(count > 0, self.terrain.count_by_type(diverged & done), nan).unbind()
+            by_type = torch.where(count > 0, self.terrain.sum_by_type(diverged & done), nan).unbind()
             for name, value in zip(self.terrain.level_type_names, by_type):
                 log[f"Episode_Termination/diverged/{name}"] = value
         log["Metrics/non_finite_total"] = torch.where(count > 0, self.divergence.non_finite_total.float(), nan)

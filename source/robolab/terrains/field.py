@@ -56,14 +56,13 @@ class TerrainField:
 
     def mean_level_by_type(self) -> torch.Tensor:
         """(types,) mean level of the envs on each type of ``level_type_names``, NaN for a type with no env here."""
-        env_type = self._column_type[self.types]
-        sums = torch.zeros(len(self.level_type_names), device=self.device).index_add_(0, env_type, self.levels.float())
+        sums = self.sum_by_type(self.levels)
         return torch.where(self._type_counts > 0, sums / self._type_counts.clamp_min(1), self._nan)
 
-    def count_by_type(self, mask: torch.Tensor) -> torch.Tensor:
-        """(types,) how many envs of ``mask`` stand on each type of ``level_type_names``."""
+    def sum_by_type(self, values: torch.Tensor) -> torch.Tensor:
+        """(types,) the sum of a per-env value (a mask counts its envs) over each type of ``level_type_names``."""
         env_type = self._column_type[self.types]
-        return torch.zeros(len(self.level_type_names), device=self.device).index_add_(0, env_type, mask.float())
+        return torch.zeros(len(self.level_type_names), device=self.device).index_add_(0, env_type, values.float())
 
     # --- checkpoints ----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:
