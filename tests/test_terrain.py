@@ -5,6 +5,7 @@ moves envs up and down, and its levels survive a checkpoint (one rank and two)."
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 
@@ -21,6 +22,7 @@ from robolab.envs.terms import TermError, TerminationTermCfg
 from robolab.launch import TrainOptions
 from robolab.tasks.velocity.go2.env_cfgs import Go2RoughEnvCfg, go2_robot_cfg
 from robolab.terrains import TerrainCfg, TerrainTypeCfg, generate
+from robolab.terrains.boxes import BOX_CLEARANCE
 from robolab.terrains.field import TerrainField
 
 SMALL = {"num_rows": 3, "num_cols": 7, "tile_size": (4.0, 4.0), "border_width": 1.0}
@@ -47,6 +49,8 @@ def test_the_same_seed_gives_the_same_terrain_byte_for_byte_and_another_seed_ano
     first, again, other = generate(small_terrain()), generate(small_terrain()), generate(small_terrain(seed=1))
     assert first.heights.tobytes() == again.heights.tobytes()
     assert first.tile_origins.tobytes() == again.tile_origins.tobytes()
+    assert first.boxes.tobytes() == again.boxes.tobytes() and len(first.boxes) > 0
+    assert first.field_heights.tobytes() == again.field_heights.tobytes()
     assert first.heights.tobytes() != other.heights.tobytes()  # the random types differ
     assert first.type_names == ["flat", "random_rough", "slope_up", "slope_down", "stairs_up", "stairs_down", "boxes"]
 
@@ -87,9 +91,11 @@ def test_each_type_has_the_shape_its_parameters_ask_for():
     names = terrain.type_names
     # stairs up: walking out of the centre, each 0.3 m ring is one 0.20 m step higher
     stairs = profile(names.index("stairs_up"), [1.75, 2.05, 2.35])  # mid-tread of rings 7, 6, 5 from the edge
-    outer = profile(names.index("stairs_up"), [half - 0.01])
+    outer = profile(names.index("stairs_up"), [half - 1e-4, half - 0.03])
     np.testing.assert_allclose(np.diff(stairs), [0.20, 0.20], atol=1e-5)
     assert outer[0] == pytest.approx(0.0, abs=1e-5)  # tiles meet at height 0
+    # the outer half-sample of a box tile is height field, sunk by at most BOX_CLEARANCE towards the boxes
+    assert -BOX_CLEARANCE <= outer[1] < 0
     # Isaac Lab's flights: level along the 1 m border, then 5 risers up to the platform, and level again
     flight = profile(names.index("stairs_up"), -np.arange(0.0, half, 0.1))  # centre to edge, at the height samples
     risers = np.flatnonzero(np.abs(np.diff(flight)) > 1e-5)
@@ -110,6 +116,62 @@ def test_each_type_has_the_shape_its_parameters_ask_for():
     rough = profile(names.index("random_rough"), np.linspace(-half + h, half - h, 50))
     assert 0.02 < rough.max() - rough.min() <= 0.10 + 1e-5
     assert profile(names.index("flat"), [-1.0, 0.0, 1.5]).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_stairs_stand_on_boxes_with_vertical_risers_at_the_heights_the_scan_reads():
+    cfg = dataclasses.replace(TerrainCfg(**SMALL), tile_size=(8.0, 8.0))  # the default tiles: 5 steps a flight
+    terrain = generate(cfg)
+    stairs_cols = [c for c, n in enumerate(terrain.type_names) if n.startswith("stairs")]
+    # down from a platform: 6 stacked squares a tile (the border's level and 5 steps); up out of a pit: 5 rings of 4
+    # boxes and the pit's floor
+    assert len(terrain.boxes) == (6 + 21) * cfg.num_rows
+    robot = load_robot(go2_robot_cfg(), terrain=terrain)
+    data = mujoco.MjData(robot.model)
+    mujoco.mj_forward(robot.model, data)
+    field = TerrainField(terrain, 4, torch.device("cpu"), torch.Generator().manual_seed(0), 0)
+
+    def ray_height(x: float, y: float) -> float:
+        top, down = 10.0, np.array([0.0, 0.0, -1.0])
+        return top - mujoco.mj_ray(robot.model, data, np.array([x, y, top]), down, None, 1, -1, None)
+
+    h = terrain.spacing
+    for col in stairs_cols:
+        cx, cy, _ = terrain.tile_origins[-1, col]  # 0.20 m steps
+        # across the flight from the centre to the edge, 7 points a sample: the boxes are the ground the map reads
+        points = [(cx + d, cy + 0.37) for d in np.arange(0.0, 3.99, h / 7)]
+        ours = field.height_at(torch.tensor(points, dtype=torch.float32)).numpy()
+        np.testing.assert_allclose(ours, [ray_height(x, y) for x, y in points], atol=1e-5)
+        # each riser is vertical: 0.20 m within 2 mm, half a sample from a height sample
+        risers = [(a, b) for a, b in itertools.pairwise(ours) if abs(b - a) > 0.01]
+        assert len(risers) == 5 and all(abs(abs(b - a) - 0.20) < 1e-5 for a, b in risers)
+        riser_x = cx + 1.5 + h / 2  # the first riser out of the 3 m platform, between the samples at 1.5 and 1.6 m
+        step = ray_height(riser_x + 0.001, cy) - ray_height(riser_x - 0.001, cy)
+        assert abs(step) == pytest.approx(0.20, abs=1e-5)
+    # the other types stand on the height field alone, at the heights themselves
+    slope, border = terrain.type_names.index("slope_up"), round(cfg.border_width / h)
+    r0, c0 = border + slope * 80, border + (cfg.num_rows - 1) * 80
+    assert not terrain.stepped[r0 : r0 + 81, c0 : c0 + 81].any()
+    np.testing.assert_array_equal(terrain.field_heights[~terrain.stepped], terrain.heights[~terrain.stepped])
+
+
+def test_a_box_tile_s_boxes_rise_exactly_to_its_heights_whatever_its_steps():
+    from robolab.terrains.boxes import rectangles, tile_boxes
+
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        values = rng.integers(0, 4, size=rng.integers(1, 12, size=2)) * 0.05
+        values = np.repeat(np.repeat(values, 2, axis=0), 3, axis=1)  # patches larger than one cell
+        mask = values > 0.05
+        count = np.zeros(values.shape, dtype=int)
+        for r0, r1, c0, c1 in rectangles(mask):
+            count[r0 : r1 + 1, c0 : c1 + 1] += 1
+        np.testing.assert_array_equal(count, mask.astype(int))  # every true cell once, no false one
+        # the ground the boxes make (the highest top over each sample) is the tile's, its outer ring excluded
+        tile = np.pad(values, 1)
+        ground = np.full(values.shape, -np.inf)
+        for r0, r1, c0, c1, top in tile_boxes(tile, "k", "f"):
+            ground[r0 : r1 + 1, c0 : c1 + 1] = np.maximum(ground[r0 : r1 + 1, c0 : c1 + 1], top)
+        np.testing.assert_array_equal(ground, values)
 
 
 @pytest.mark.parametrize(
@@ -133,6 +195,14 @@ def test_each_type_has_the_shape_its_parameters_ask_for():
             "than the tile (4 m) less two borders",
         ),
         ({"types": {"s": TerrainTypeCfg(func="volcano")}}, "env.terrain.types.s: func='volcano': robolab.terrains"),
+        (
+            {"types": {"s": TerrainTypeCfg(func="pyramid_stairs", geometry="mesh")}},
+            "env.terrain.types.s.geometry='mesh': must be one of ['heightfield', 'boxes']",
+        ),
+        (
+            {"types": {"s": TerrainTypeCfg(func="random_rough", geometry="boxes")}},
+            "env.terrain.types.s.geometry='boxes': a tile of random_rough needs",
+        ),
         (
             {"types": {"s": TerrainTypeCfg(func="flat", params={"height": 1.0})}},
             "env.terrain.types.s: unknown parameter 'height'",

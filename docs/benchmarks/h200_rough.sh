@@ -10,6 +10,9 @@
 #   bash docs/benchmarks/h200_rough.sh distill # the blind student distilled from the newest perceptive checkpoint for
 #                                              # DISTILL_S s (540); its curve (student_curve.json) and the terrain
 #                                              # evaluation of its last checkpoint (student_eval.json)
+#   bash docs/benchmarks/h200_rough.sh stairs  # the rough task with its stairs on box geoms vs on the height field
+#                                              # (physics, rollout, training at SIZES (4096) envs; stairs_*.json and
+#                                              # stairs_summary.json with boxes / height field)
 #   bash docs/benchmarks/h200_rough.sh rays    # tests/test_terrain_backends.py on the GPU (ray casts and scans on CUDA
 #                                              # against MuJoCo C included) and the scan's cost by rays vs height map
 #                                              # at SIZES (4096) envs (height_scan_rays.sh)
@@ -83,6 +86,30 @@ for n, row in rows.items():
     if flat and rough:
         row["rough_over_flat"] = {k: round(rough[k] / flat[k], 3) for k in flat if flat[k] and rough[k]}
 json.dump(rows, open(f"{out}/bench_summary.json", "w"), indent=2)
+print(json.dumps(rows, indent=2))
+PY
+  ;;
+stairs)
+  for n in ${SIZES:-4096}; do
+    for g in heightfield boxes; do
+      timeout 280 python3 scripts/benchmark.py --task $TASK --device cuda --num_envs "$n" --physics_steps 100 \
+        --iterations "${ITERATIONS:-10}" env.backend=warp env.terrain.types.stairs_up.geometry=$g \
+        env.terrain.types.stairs_down.geometry=$g --output "$OUT/stairs_${g}_${n}.json" >> "$OUT/stairs.log" 2>&1
+    done
+  done
+  python3 - "$OUT" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+keys = ("physics_env_steps_per_s", "rollout_env_steps_per_s", "train_env_steps_per_s", "gpu_bytes_per_env")
+rows = {}
+for path in glob.glob(f"{out}/stairs_*_*.json"):
+    _, geometry, n = os.path.basename(path)[:-5].split("_")
+    rows.setdefault(n, {})[geometry] = {k: json.load(open(path)).get(k) for k in keys}
+for row in rows.values():
+    if "boxes" in row and "heightfield" in row:
+        row["boxes_over_heightfield"] = {k: round(row["boxes"][k] / row["heightfield"][k], 3) for k in keys
+                                         if row["boxes"][k] and row["heightfield"][k]}
+json.dump(rows, open(f"{out}/stairs_summary.json", "w"), indent=2)
 print(json.dumps(rows, indent=2))
 PY
   ;;

@@ -20,12 +20,17 @@ class TerrainTypeCfg:
     """Share of the grid's columns (normalised over the types)."""
     params: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of ``func``; a ``(low, high)`` range spans the rows' difficulties."""
+    geometry: str = "heightfield"
+    """How the physics holds the tiles: ``heightfield`` (MuJoCo's triangles between the samples: a change of height
+    is a ramp one sample wide) or ``boxes`` (a box geom per flat patch of the tile: vertical risers, for stepped
+    tiles such as stairs; ``robolab.terrains.boxes``)."""
 
 
 def rough_terrain_types() -> dict[str, TerrainTypeCfg]:
     """The field's standard mix (Isaac Lab's and legged_gym's rough terrain), named by what a robot that walks out
-    of a tile's centre meets: stairs and slopes up and down, random rough ground, boxes, and some flat. The pyramids'
-    platform and flat border are listed so that a Hydra override can change them without ``+``."""
+        of a tile's centre meets: stairs and slopes up and down, random rough ground, boxes, and some flat. The pyramids'
+        platform and flat border are listed so that a Hydra override can change them without ``+``. The stairs are
+    boxes: on the height field a 0.15 m riser is a 56-degree ramp across one 0.1 m sample, where a foot slips."""
     slope = {"slope_deg_range": (0.0, 25.0), "platform_width": 2.0, "border_width": 0.25}
     stairs = {"step_height_range": (0.05, 0.20), "step_width": 0.3, "platform_width": 3.0, "border_width": 1.0}
     return {
@@ -33,8 +38,10 @@ def rough_terrain_types() -> dict[str, TerrainTypeCfg]:
         "random_rough": TerrainTypeCfg(func="random_rough", proportion=0.15, params={"amplitude_range": (0.02, 0.10)}),
         "slope_up": TerrainTypeCfg(func="pyramid_slope", proportion=0.125, params={**slope, "inverted": True}),
         "slope_down": TerrainTypeCfg(func="pyramid_slope", proportion=0.125, params=dict(slope)),
-        "stairs_up": TerrainTypeCfg(func="pyramid_stairs", proportion=0.2, params={**stairs, "inverted": True}),
-        "stairs_down": TerrainTypeCfg(func="pyramid_stairs", proportion=0.15, params=dict(stairs)),
+        "stairs_up": TerrainTypeCfg(
+            func="pyramid_stairs", proportion=0.2, params={**stairs, "inverted": True}, geometry="boxes"
+        ),
+        "stairs_down": TerrainTypeCfg(func="pyramid_stairs", proportion=0.15, params=dict(stairs), geometry="boxes"),
         "boxes": TerrainTypeCfg(func="discrete_obstacles", proportion=0.15, params={"height_range": (0.05, 0.20)}),
     }
 

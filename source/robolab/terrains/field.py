@@ -1,7 +1,8 @@
 """The terrain on the env's device: heights looked up in batch, and each env's tile (its level and type).
 
-``height_at`` interpolates the height map over the same triangles MuJoCo builds from it (each cell split along
-the diagonal from its (row, col) corner to its (row + 1, col + 1) corner), so a height read here is the ground the
+``height_at`` interpolates the height field over the same triangles MuJoCo builds from it (each cell split along
+the diagonal from its (row, col) corner to its (row + 1, col + 1) corner) and, on a box tile, takes the top of the
+box over the point (the square nearest a sample, at the sample's height), so a height read here is the ground the
 physics stands on (``tests/test_terrain.py`` checks it against MuJoCo's ray casts). All of it is torch on the
 device: the height scan and the curriculum never wait for the host.
 """
@@ -20,6 +21,10 @@ class TerrainField:
         self.map = terrain
         self.device = device
         self.heights = torch.as_tensor(terrain.heights, device=device)
+        self._field = torch.as_tensor(terrain.field_heights, device=device)
+        # Box tops where a box stands, -inf elsewhere (None without box tiles: the height field alone).
+        tops = torch.where(torch.as_tensor(terrain.stepped, device=device), self.heights, float("-inf"))
+        self._box_tops = tops if bool(terrain.stepped.any()) else None
         self.spacing = terrain.spacing
         self._origin = torch.tensor(terrain.origin, device=device)
         self._max_index = torch.tensor([self.heights.shape[1] - 2, self.heights.shape[0] - 2], device=device)
@@ -47,12 +52,19 @@ class TerrainField:
         cell = torch.minimum(uv.floor().clamp_min(0), self._max_index)
         f = (uv - cell).clamp(0.0, 1.0)
         c0, r0 = cell[..., 0].long(), cell[..., 1].long()
-        h = self.heights
+        h = self._field
         h00, h01 = h[r0, c0], h[r0, c0 + 1]
         h10, h11 = h[r0 + 1, c0], h[r0 + 1, c0 + 1]
         fu, fv = f[..., 0], f[..., 1]
         below = fu >= fv  # the triangle (00, 01, 11), else (00, 10, 11)
-        return torch.where(below, h00 + fu * (h01 - h00) + fv * (h11 - h01), h00 + fv * (h10 - h00) + fu * (h11 - h10))
+        ground = torch.where(
+            below, h00 + fu * (h01 - h00) + fv * (h11 - h01), h00 + fv * (h10 - h00) + fu * (h11 - h10)
+        )
+        if self._box_tops is None:
+            return ground
+        # the sample nearest the point owns the box square it lies in
+        nearest = torch.minimum(uv.round().clamp_min(0), self._max_index + 1).long()
+        return torch.maximum(ground, self._box_tops[nearest[..., 1], nearest[..., 0]])
 
     def mean_level_by_type(self) -> torch.Tensor:
         """(types,) mean level of the envs on each type of ``level_type_names``, NaN for a type with no env here."""

@@ -1,7 +1,8 @@
 """Generate a terrain from its config: one height map (numpy) with the tiles' centres, types and difficulties.
 
-The map is the ground of a MuJoCo height field (``robolab.terrains.heightfield``) and the exact source of the height
-scan, so what the robot stands on and what it senses come from the same array. Rows of tiles run along +x with
+The map is the ground of a MuJoCo height field (``robolab.terrains.heightfield``), with box geoms on the tiles of a
+``geometry: boxes`` type (``robolab.terrains.boxes``), and the exact source of the height scan, so what the robot
+stands on and what it senses come from the same arrays. Rows of tiles run along +x with
 rising difficulty, columns along +y hold the types; the map is centred on the world origin.
 """
 
@@ -13,7 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from robolab.envs.terms import TermError, bind, guarded, resolve_func
+from robolab.terrains import boxes as box_tiles
 from robolab.terrains.config import TerrainCfg
+
+GEOMETRIES = ("heightfield", "boxes")
 
 TILES_MODULE = "robolab.terrains.tiles"
 
@@ -24,6 +28,12 @@ class TerrainMap:
 
     heights: np.ndarray
     """(ny, nx) float32 metres; ``heights[r, c]`` is the ground at (x0 + c * spacing, y0 + r * spacing)."""
+    field_heights: np.ndarray
+    """(ny, nx) float32: the MuJoCo height field's samples; ``heights`` except under box tiles, where it is sunk."""
+    boxes: np.ndarray
+    """(n, 6) float32 box geoms ``(x, y, z, half_x, half_y, half_z)``, world frame: the box tiles' ground."""
+    stepped: np.ndarray
+    """(ny, nx) bool: the samples whose square of ground (one spacing wide, centred on them) is a box top."""
     spacing: float
     origin: tuple[float, float]
     """World (x0, y0) of ``heights[0, 0]``."""
@@ -76,6 +86,8 @@ def check_terrain(cfg: TerrainCfg) -> None:
     for name, t in cfg.types.items():
         if not (isinstance(t.proportion, (int, float)) and math.isfinite(t.proportion) and t.proportion >= 0):
             raise ValueError(f"env.terrain.types.{name}.proportion={t.proportion!r}: must be a number >= 0")
+        if t.geometry not in GEOMETRIES:
+            raise ValueError(f"env.terrain.types.{name}.geometry={t.geometry!r}: must be one of {list(GEOMETRIES)}")
     if sum(t.proportion for t in cfg.types.values()) <= 0:
         raise ValueError("env.terrain.types: the proportions sum to 0 (give at least one type a positive share)")
 
@@ -109,16 +121,32 @@ def generate(cfg: TerrainCfg) -> TerrainMap:
     difficulty = np.linspace(0.0, 1.0, cfg.num_rows) if cfg.num_rows > 1 else np.ones(1)
     origins = np.zeros((cfg.num_rows, cfg.num_cols, 3), dtype=np.float32)
     x0, y0 = -(nx - 1) * h / 2, -(ny - 1) * h / 2
+    stepped = np.zeros((ny, nx), dtype=bool)
+    box_tiles_at = []  # (r0, c0, key, func) of each box tile
     for row in range(cfg.num_rows):
         for col, name in enumerate(names):
             rng = np.random.default_rng([cfg.seed, row, col])
-            tile = _make_tile(funcs[name], f"env.terrain.types.{name}", rng, float(difficulty[row]), x_local, y_local)
+            key = f"env.terrain.types.{name}"
+            tile = _make_tile(funcs[name], key, rng, float(difficulty[row]), x_local, y_local)
             r0, c0 = border + col * tny, border + row * tnx
             heights[r0 : r0 + tny + 1, c0 : c0 + tnx + 1] = tile
             centre = (r0 + tny // 2, c0 + tnx // 2)
             origins[row, col] = (x0 + centre[1] * h, y0 + centre[0] * h, heights[centre])
+            if cfg.types[name].geometry == "boxes":
+                box_tiles_at.append((r0, c0, key, str(cfg.types[name].func)))
+                stepped[r0 + 1 : r0 + tny, c0 + 1 : c0 + tnx] = True
+    # The field is sunk and the boxes made once every tile is in place: a tile's outer samples are its neighbours'.
+    heights = heights.astype(np.float32).astype(np.float64)  # the boxes stand at the heights the scan reads
+    field = box_tiles.sink_under_boxes(heights, stepped) if box_tiles_at else heights
+    boxes = []
+    for r0, c0, key, func in box_tiles_at:
+        tile_boxes = box_tiles.tile_boxes(heights[r0 : r0 + tny + 1, c0 : c0 + tnx + 1], key, func)
+        boxes.append(box_tiles.box_geoms(tile_boxes, field, (r0, c0), (tny + 1, tnx + 1), h, (x0, y0)))
     return TerrainMap(
         heights=heights.astype(np.float32),
+        field_heights=field.astype(np.float32),
+        boxes=(np.concatenate(boxes) if boxes else np.zeros((0, 6))).astype(np.float32),
+        stepped=stepped,
         spacing=h,
         origin=(x0, y0),
         tile_origins=origins,

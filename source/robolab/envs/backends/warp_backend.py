@@ -41,20 +41,30 @@ _OVERFLOW_SETTINGS: dict[int, str] = {
 }
 _CONTACTS_PER_HFIELD_PAIR = 4
 """MuJoCo Warp keeps at most this many contacts of one geom with a height field (collision_convex.py)."""
+_CONTACTS_PER_GEOM_ON_BOXES = 8
+"""Contacts of one robot geom with a box tile's boxes: two boxes at a riser, up to 4 contacts each."""
 
 
 def contact_capacity(model: mujoco.MjModel) -> tuple[int | None, int | None]:
-    """(nconmax, njmax) for a model on a height field: every robot geom that can touch the ground touching it with
-    MuJoCo Warp's most contacts per pair, each contact with its constraint rows, plus every joint limit. The most
-    the model can need, so a world never overflows; None (MuJoCo Warp's own estimate) for a model without one."""
-    hfields = [g for g in range(model.ngeom) if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_HFIELD]
-    if not hfields:
+    """(nconmax, njmax) for a model on a generated terrain (a height field, and box geoms on its box tiles): every
+    robot geom that can touch the ground touching it with MuJoCo Warp's most contacts per height-field pair (and on
+    the boxes with two boxes' worth), each contact with its constraint rows, plus every joint limit. The most the
+    model can need, so a world never overflows; None (MuJoCo Warp's own estimate) for a model without a height
+    field."""
+    static = model.geom_bodyid == 0
+    hfields = np.flatnonzero(static & (model.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD))
+    if not len(hfields):
         return None, None
-    ground_type = np.bitwise_or.reduce(model.geom_contype[hfields])
-    ground_affinity = np.bitwise_or.reduce(model.geom_conaffinity[hfields])
+    boxes = static & (model.geom_type == mujoco.mjtGeom.mjGEOM_BOX)
+    ground = np.zeros(model.ngeom, dtype=bool)
+    ground[hfields] = True
+    ground |= boxes
+    ground_type = np.bitwise_or.reduce(model.geom_contype[ground])
+    ground_affinity = np.bitwise_or.reduce(model.geom_conaffinity[ground])
     moving = model.geom_bodyid != 0
     touches = moving & (((model.geom_contype & ground_affinity) != 0) | ((model.geom_conaffinity & ground_type) != 0))
-    contacts = int(touches.sum()) * _CONTACTS_PER_HFIELD_PAIR
+    per_geom = _CONTACTS_PER_HFIELD_PAIR + (_CONTACTS_PER_GEOM_ON_BOXES if boxes.any() else 0)
+    contacts = int(touches.sum()) * per_geom
     condim = int(model.geom_condim[touches].max(initial=3))
     rows_per_contact = 2 * (condim - 1) if model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL else condim
     limits = int(model.jnt_limited.sum()) + int(model.neq) * 6
