@@ -13,6 +13,8 @@ import threading
 
 import numpy as np
 
+from robolab.terrains.boxes import sink_under_boxes
+
 SPACING_M = 2.0  # envs share one world frame in the embedded backend; shown side by side instead
 
 
@@ -57,12 +59,17 @@ TERRAIN_MESH_VERTICES = 400_000
 
 
 def terrain_mesh(terrain, max_vertices: int = TERRAIN_MESH_VERTICES):
-    """(vertices, faces) of a ``TerrainMap``'s ground, sampled down to at most ``max_vertices`` vertices."""
-    heights = terrain.heights
+    """(vertices, faces) of a ``TerrainMap``'s ground as the physics holds it: the height field (sampled down to fit
+    ``max_vertices`` with the boxes) and the box tiles' boxes (vertical risers)."""
+    boxes = terrain.boxes
+    budget = max_vertices - 8 * len(boxes)
+    field = terrain.field_heights
     stride = 1
-    while (heights.shape[0] // stride + 1) * (heights.shape[1] // stride + 1) > max_vertices:
+    while (field.shape[0] // stride + 1) * (field.shape[1] // stride + 1) > budget:
         stride += 1
-    h = heights[::stride, ::stride]
+    if stride > 1 and len(boxes):  # sunk deeper under the boxes, so a coarse triangle cannot reach over a box top
+        field = sink_under_boxes(field, terrain.stepped, radius=stride)
+    h = field[::stride, ::stride]
     ny, nx = h.shape
     x0, y0 = terrain.origin
     ys, xs = np.meshgrid(
@@ -74,7 +81,24 @@ def terrain_mesh(terrain, max_vertices: int = TERRAIN_MESH_VERTICES):
     faces = np.concatenate(
         [np.stack([corner, corner + 1, corner + nx + 1], 1), np.stack([corner, corner + nx + 1, corner + nx], 1)]
     ).astype(np.uint32)
-    return vertices, faces
+    box_vertices, box_faces = _box_meshes(boxes)
+    return np.concatenate([vertices, box_vertices]), np.concatenate([faces, box_faces + len(vertices)])
+
+
+# A box's 8 corners (x, y, z signs) and its 12 outward-facing triangles.
+_BOX_CORNERS = np.array([[sx, sy, sz] for sz in (-1, 1) for sy in (-1, 1) for sx in (-1, 1)], dtype=np.float32)
+_BOX_FACES = np.array(
+    [[0, 2, 1], [1, 2, 3], [4, 5, 6], [5, 7, 6], [0, 1, 4], [1, 5, 4], [2, 6, 3], [3, 6, 7], [0, 4, 2], [2, 4, 6],
+     [1, 3, 5], [3, 7, 5]],
+    dtype=np.uint32,
+)  # fmt: skip
+
+
+def _box_meshes(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(8 n, 3) vertices and (12 n, 3) faces of n boxes ``(x, y, z, half_x, half_y, half_z)``."""
+    vertices = boxes[:, None, :3] + _BOX_CORNERS[None] * boxes[:, None, 3:]
+    faces = _BOX_FACES[None] + 8 * np.arange(len(boxes), dtype=np.uint32)[:, None, None]
+    return vertices.reshape(-1, 3).astype(np.float32), faces.reshape(-1, 3)
 
 
 class WebViewer:

@@ -61,13 +61,14 @@ def tile_boxes(tile: np.ndarray, key: str, func_name: str) -> list[tuple[int, in
     return boxes
 
 
-def sink_under_boxes(heights: np.ndarray, inner: np.ndarray) -> np.ndarray:
+def sink_under_boxes(heights: np.ndarray, inner: np.ndarray, radius: int = 1) -> np.ndarray:
     """The height field beneath box tiles: at each sample of ``inner`` (bool, like ``heights``) the lowest height
-    of its 3 x 3 neighbourhood less ``BOX_CLEARANCE``; elsewhere ``heights``. A triangle of the sunk field then
-    stays below every box top it lies under."""
-    padded = np.pad(heights, 1, mode="edge")
-    ny, nx = heights.shape
-    lowest = np.min([padded[dy : dy + ny, dx : dx + nx] for dy in range(3) for dx in range(3)], axis=0)
+    within ``radius`` samples (a 3 x 3 neighbourhood for 1) less ``BOX_CLEARANCE``; elsewhere ``heights``. A
+    triangle of the sunk field, sampled every ``radius`` samples or finer, then stays below every box top it lies
+    under."""
+    window = 2 * radius + 1
+    padded = np.pad(heights, radius, mode="edge")
+    lowest = np.lib.stride_tricks.sliding_window_view(padded, (window, window)).min(axis=(-2, -1))
     return np.where(inner, lowest - BOX_CLEARANCE, heights)
 
 

@@ -28,8 +28,8 @@ class TerrainTypeCfg:
 
 def rough_terrain_types() -> dict[str, TerrainTypeCfg]:
     """The field's standard mix (Isaac Lab's and legged_gym's rough terrain), named by what a robot that walks out
-        of a tile's centre meets: stairs and slopes up and down, random rough ground, boxes, and some flat. The pyramids'
-        platform and flat border are listed so that a Hydra override can change them without ``+``. The stairs are
+    of a tile's centre meets: stairs and slopes up and down, random rough ground, boxes, and some flat. The pyramids'
+    platform and flat border are listed so that a Hydra override can change them without ``+``. The stairs are
     boxes: on the height field a 0.15 m riser is a 56-degree ramp across one 0.1 m sample, where a foot slips."""
     slope = {"slope_deg_range": (0.0, 25.0), "platform_width": 2.0, "border_width": 0.25}
     stairs = {"step_height_range": (0.05, 0.20), "step_width": 0.3, "platform_width": 3.0, "border_width": 1.0}
