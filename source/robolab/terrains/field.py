@@ -23,8 +23,8 @@ class TerrainField:
         self.heights = torch.as_tensor(terrain.heights, device=device)
         self._field = torch.as_tensor(terrain.field_heights, device=device)
         # Box tops where a box stands, -inf elsewhere (None without box tiles: the height field alone).
-        tops = torch.where(torch.as_tensor(terrain.stepped, device=device), self.heights, float("-inf"))
-        self._box_tops = tops if bool(terrain.stepped.any()) else None
+        stepped = torch.as_tensor(terrain.stepped, device=device)
+        self._box_tops = torch.where(stepped, self.heights, float("-inf")) if terrain.stepped.any() else None
         self.spacing = terrain.spacing
         self._origin = torch.tensor(terrain.origin, device=device)
         self._max_index = torch.tensor([self.heights.shape[1] - 2, self.heights.shape[0] - 2], device=device)

@@ -52,13 +52,11 @@ def contact_capacity(model: mujoco.MjModel) -> tuple[int | None, int | None]:
     model can need, so a world never overflows; None (MuJoCo Warp's own estimate) for a model without a height
     field."""
     static = model.geom_bodyid == 0
-    hfields = np.flatnonzero(static & (model.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD))
-    if not len(hfields):
+    hfields = static & (model.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD)
+    if not hfields.any():
         return None, None
     boxes = static & (model.geom_type == mujoco.mjtGeom.mjGEOM_BOX)
-    ground = np.zeros(model.ngeom, dtype=bool)
-    ground[hfields] = True
-    ground |= boxes
+    ground = hfields | boxes
     ground_type = np.bitwise_or.reduce(model.geom_contype[ground])
     ground_affinity = np.bitwise_or.reduce(model.geom_conaffinity[ground])
     moving = model.geom_bodyid != 0
