@@ -274,6 +274,106 @@ def test_the_curriculum_moves_walkers_up_and_standers_down_with_a_scripted_polic
     torch.testing.assert_close(env.state.base_pos[:, :2], env.terrain.env_origins[:, :2], atol=0.05, rtol=0)
 
 
+def _carry_through_one_episode_as_commanded(env: VelocityEnv) -> None:
+    """Move every env's robot as its velocity command asks (the pose set each control step: a perfect tracker),
+    for as many steps as an episode lasts."""
+    from robolab.envs.math import heading, yaw_quat
+
+    def pose():
+        return env.state.base_pos[:, :2].clone(), heading(env.state.base_quat)
+
+    xy, yaw = pose()
+    qpos = torch.zeros(env.num_envs, env.robot.model.nq)
+    qpos[:, env.qpos_adr] = env.default_joint_pos
+    qvel = torch.zeros(env.num_envs, env.robot.model.nv)
+    everyone = torch.ones(env.num_envs, dtype=torch.bool)
+    for _ in range(env.max_episode_length):
+        command = env.commands
+        yaw = yaw + command[:, 2] * env.step_dt
+        forward = torch.stack([torch.cos(yaw), torch.sin(yaw)], dim=1)
+        left = torch.stack([-torch.sin(yaw), torch.cos(yaw)], dim=1)
+        xy = xy + (command[:, :1] * forward + command[:, 1:2] * left) * env.step_dt
+        qpos[:, :2], qpos[:, 2], qpos[:, 3:7] = xy, env.cfg.robot.init_base_height, yaw_quat(yaw)
+        env.backend.reset(everyone, qpos, qvel)
+        _, _, dones, _ = env.step(torch.zeros(env.num_envs, env.num_actions))
+        new_xy, new_yaw = pose()  # where the envs that ended start their next episode
+        ended = dones.bool()
+        xy, yaw = torch.where(ended[:, None], new_xy, xy), torch.where(ended, new_yaw, yaw)
+
+
+@pytest.mark.parametrize("task", ["RoboLab-Velocity-Rough-Go2-v0"])  # the other Go2 rough tasks share its commands
+def test_a_robot_that_does_what_the_rough_task_commands_climbs_its_curriculum(task):
+    # The curriculum promotes an env that walked half a tile from its start. A robot that tracks the task's own
+    # commands must be promoted in most episodes and demoted in few: under yaw-rate commands it walks circles
+    # (about 52 % up, 44 % down); under heading commands, straight lines (88 % up, 11 % down).
+    from robolab.tasks.registry import load_env_cfg
+
+    cfg = load_env_cfg(task)
+    cfg.num_envs, cfg.seed = 64, 5
+    cfg.terrain.num_rows, cfg.terrain.num_cols = 10, 2
+    cfg.terrain.types = {"flat": TerrainTypeCfg()}
+    cfg.backend.num_threads = 1
+    cfg.terminations = {"time_out": TerminationTermCfg(func="time_out", time_out=True)}
+    env = VelocityEnv(cfg)
+    before = env.terrain.levels.clone()
+    _carry_through_one_episode_as_commanded(env)
+    after = env.terrain.levels
+    solved = before == env.terrain.num_rows - 1  # the top level's winners go to a random level
+    up = ((after == before + 1) | solved).float().mean()
+    down = ((after == before - 1) & ~solved).float().mean()
+    assert up >= 0.75 and down <= 0.25, (float(up), float(down))
+
+
+def test_an_episode_a_new_run_started_part_way_is_judged_on_the_time_it_was_given():
+    # rsl_rl starts a new run's envs at random points of their first episode; one that walks as commanded for what
+    # was left of it has walked less than a whole episode asks for, and is not sent down for that.
+    cfg = Go2RoughEnvCfg(num_envs=16, terrain=small_terrain(types={"flat": TerrainTypeCfg()}), seed=2)
+    cfg.backend.num_threads = 1
+    cfg.terminations = {"time_out": TerminationTermCfg(func="time_out", time_out=True)}
+    cfg.commands["base_velocity"].params.update({"standing_fraction": 0.0, "lin_vel_x": (0.5, 1.0)})
+    env = VelocityEnv(cfg)
+    env.episode_length_buf = torch.full((16,), env.max_episode_length // 2)  # half an episode left
+    before = env.terrain.levels.clone()
+    _carry_through_one_episode_as_commanded(env)
+    after, top = env.terrain.levels, env.terrain.num_rows - 1
+    assert ((after >= before) | (before == top)).all(), (before.tolist(), after.tolist())  # the top's go anywhere
+    assert (after > before).any()
+
+
+def test_reaching_the_terrain_s_edge_ends_a_rough_episode_as_a_time_out_not_a_fall():
+    # The robot walked where it was commanded: its value is bootstrapped and the evaluation counts no fall.
+    env = rough_env(num_envs=4)
+    edge = torch.tensor(env.terrain.map.extent) / 2
+    qpos = env.backend.qpos.clone()
+    qpos[:2, :2] = edge - 0.5  # two envs within the 1 m buffer of the terrain's corner
+    env.backend.reset(torch.ones(4, dtype=torch.bool), qpos, torch.zeros_like(env.backend.qvel))
+    _, _, dones, extras = env.step(torch.zeros(4, 12))
+    assert dones.tolist() == [1, 1, 0, 0] and extras["time_outs"].tolist() == [True, True, False, False]
+    assert float(extras["log"]["Episode_Termination/fell"]) == 0 and float(extras["log"]["Metrics/fall_rate"]) == 0
+
+
+def test_a_tile_crossed_termination_promotes_a_walker_as_soon_as_it_left_its_tile():
+    terrain = small_terrain(num_rows=4, num_cols=2, types={"flat": TerrainTypeCfg()}, max_init_level=0)
+    cfg = Go2RoughEnvCfg(num_envs=4, terrain=terrain, seed=3)
+    cfg.backend.num_threads = 1
+    cfg.terminations = {
+        "time_out": TerminationTermCfg(func="time_out", time_out=True),
+        "tile_crossed": TerminationTermCfg(func="terrain_tile_crossed", time_out=True),
+    }
+    cfg.events["reset_robot"].params.update({"position_range": 0.0, "base_velocity": 0.0})
+    env = VelocityEnv(cfg)
+    walkers = torch.tensor([True, True, False, False])
+    push = torch.tensor([[3.0, 0.0]]).repeat(4, 1)  # 2 m (half a 4 m tile) in about 0.7 s
+    ended_at = torch.full((4,), -1.0)
+    for step in range(60):
+        env.backend.set_base_velocity(walkers & (ended_at < 0), push)
+        _, _, dones, extras = env.step(torch.zeros(4, 12))
+        assert not (dones.bool() & ~extras["time_outs"].bool()).any()  # no fall
+        ended_at = torch.where(dones.bool() & (ended_at < 0), (step + 1) * env.step_dt, ended_at)
+    assert ((ended_at[:2] > 0.6) & (ended_at[:2] < 1.2)).all() and (ended_at[2:] < 0).all(), ended_at.tolist()
+    assert env.terrain.levels.tolist() == [1, 1, 0, 0]  # promoted now, 19 s before the episode would have ended
+
+
 def test_a_resumed_curriculum_judges_each_first_episode_from_where_it_began():
     # Levels restored from a checkpoint differ from those the envs were placed by: their first episodes run on the
     # old tiles, rows away from the restored levels' centres. Standing still there walks nothing: down, never up.
@@ -377,7 +477,11 @@ def test_the_terrain_evaluation_counts_successes_falls_and_errors_per_type_and_l
     )
     cfg = Go2RoughEnvCfg(num_envs=8, terrain=terrain, episode_length_s=1.0)
     cfg.backend.num_threads = 1
-    cfg.terminations = {"time_out": TerminationTermCfg(func="time_out", time_out=True)}
+    on_last_tile = torch.arange(8) % 4 == 3  # envs 3 and 7: the rough tile of level 1
+    cfg.terminations = {
+        "time_out": TerminationTermCfg(func="time_out", time_out=True),
+        "tripped": TerminationTermCfg(func=lambda env: on_last_tile & (env.episode_length_buf >= 5)),
+    }
     cfg.curricula = {}
     env = VelocityEnv(cfg)
     carried = torch.arange(8) < 4  # one env of each tile is carried off it at 3 m/s, the other stands
@@ -389,10 +493,14 @@ def test_the_terrain_evaluation_counts_successes_falls_and_errors_per_type_and_l
 
     table = evaluate_on_terrain(env, policy)
     assert set(table) == {"flat", "rough"} and set(table["flat"]) == {"0", "1"}
-    for per_level in table.values():
-        for row in per_level.values():
-            assert row["envs"] == 2 and row["success_rate"] == 0.5 and row["fall_rate"] == 0.0
-            assert row["tracking_error"] > 0
+    for name, per_level in table.items():
+        for level, row in per_level.items():
+            assert row["envs"] == 2 and row["tracking_error"] > 0
+            if (name, level) == ("rough", "1"):  # both trip before the carried one reaches the edge
+                assert row["success_rate"] == 0.0 and row["fall_rate"] == 1.0
+                assert row["fell_by"] == {"tripped": 1.0, "diverged": 0.0}
+            else:
+                assert row["success_rate"] == 0.5 and row["fall_rate"] == 0.0 and row["fell_by"]["tripped"] == 0
     assert markdown(table).splitlines()[2] == "| flat | 50 | 50 |"
 
 

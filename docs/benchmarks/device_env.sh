@@ -1,8 +1,9 @@
 # Sourced by the h200_*.sh scripts that run through the device tool: the output folder, the wheels the GPU machine
-# lacks (carried in .whl/, installed to /tmp/site), and NCCL without NVLink multicast (the device README's advice).
+# lacks (carried in .whl/ by one call, installed to /tmp/site, which later calls on the same warm machine find), and
+# NCCL without NVLink multicast (the device README's advice).
 OUT="${OUT:-h200_out}"; mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site:$PWD/source
 fi
+[ -d /tmp/site ] && export PYTHONPATH=/tmp/site:$PWD/source
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

@@ -16,6 +16,8 @@
 #   bash docs/benchmarks/h200_rough.sh rays    # tests/test_terrain_backends.py on the GPU (ray casts and scans on CUDA
 #                                              # against MuJoCo C included) and the scan's cost by rays vs height map
 #                                              # at SIZES (4096) envs (height_scan_rays.sh)
+#   bash docs/benchmarks/h200_rough.sh warm    # compile MuJoCo Warp's kernels for the rough task (2 training
+#                                              # iterations at TRAIN_ENVS envs; the seconds it took in warm.log)
 #   bash docs/benchmarks/h200_rough.sh cache   # warp's compiled kernels as $OUT/warp_cache.tar.xz, to carry to a later
 #                                              # machine (WARP_CACHE_PATH; a cold cache costs ~3 minutes per launch)
 # MuJoCo Warp comes as parts (warp_site.sh), the other wheels from .whl/ (device_env.sh).
@@ -113,6 +115,12 @@ json.dump(rows, open(f"{out}/stairs_summary.json", "w"), indent=2)
 print(json.dumps(rows, indent=2))
 PY
   ;;
+warm)
+  start=$(date +%s)
+  timeout 400 python3 scripts/train.py --task $TASK --device cuda --num_envs "${TRAIN_ENVS:-4096}" --max_iterations 2 \
+    --log_root /tmp/warm_logs > "$OUT/warm.log" 2>&1
+  echo "warm rc=$? $(( $(date +%s) - start )) s" | tee -a "$OUT/warm.log"; tail -c 3000 "$OUT/warm.log" > "$OUT/warm.tail"
+  rm "$OUT/warm.log" ;;
 train)
   start=$(date +%s.%N); echo "$start" > "$LOGS.launched_at"
   timeout -s TERM "${TRAIN_S:-540}" python3 scripts/train.py --task $TASK --device cuda --num_envs "${TRAIN_ENVS:-4096}" \

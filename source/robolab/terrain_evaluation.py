@@ -4,8 +4,8 @@ Every tile of the task's terrain grid (generated from ``EVAL_TERRAIN_SEED``, not
 number of envs. Each starts at its tile's centre, facing a random way, commanded straight ahead at ``speed`` m/s with
 no turning, for one episode. An env **succeeds** when its base reaches the tile's edge (half a tile from the centre
 along x or y) without having fallen; it **falls** when its episode ends by a termination other than the time limit
-first; otherwise (still on the tile at the time limit) it neither succeeds nor falls. The tracking error is
-averaged over the steps before an env succeeds or ends.
+first (``fell_by`` says which termination terms ended those episodes); otherwise (still on the tile at the time
+limit) it neither succeeds nor falls. The tracking error is averaged over the steps before an env succeeds or ends.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ def evaluate_on_terrain(env, policy) -> dict:
         fell = torch.zeros_like(active)
         error_sum = torch.zeros(env.num_envs, device=env.device)
         error_steps = torch.zeros(env.num_envs, device=env.device)
+        falls = [*(t.name for t in env.termination_terms if not t.cfg.time_out), "diverged"]
+        fell_by = torch.zeros(env.num_envs, len(falls), dtype=torch.bool, device=env.device)
         reset_memory = getattr(policy, "reset", None)
         for _ in range(int(env.max_episode_length)):
             obs, _, dones, extras = env.step(policy(obs))
@@ -63,15 +65,17 @@ def evaluate_on_terrain(env, policy) -> dict:
             ended = dones.bool()
             error_sum += torch.where(active, env.last_tracking_error, 0.0)
             error_steps += active.float()
-            fell |= active & ended & ~extras["time_outs"].bool()
+            fell_now = active & ended & ~extras["time_outs"].bool()
+            fell |= fell_now
+            fell_by |= fell_now[:, None] & torch.stack([env.terminated_by[name] for name in falls], dim=1)
             # the state of an env that did not end is the one it reached (an ended env's was replaced by its reset)
             reached = active & ~ended & ((env.state.base_pos[:, :2] - origin).abs() >= half).any(dim=1)
             success |= reached
             active &= ~(reached | ended)
-    return _table(terrain, tile, success, fell, error_sum / error_steps.clamp_min(1))
+    return _table(terrain, tile, success, fell, error_sum / error_steps.clamp_min(1), dict(zip(falls, fell_by.T)))
 
 
-def _table(terrain, tile, success, fell, error) -> dict:
+def _table(terrain, tile, success, fell, error, fell_by: dict[str, torch.Tensor]) -> dict:
     cols = terrain.num_cols
     table: dict[str, dict] = {}
     for name in terrain.level_type_names:
@@ -87,6 +91,8 @@ def _table(terrain, tile, success, fell, error) -> dict:
                 "success_rate": round(float(success[picked].float().mean()), 4),
                 "fall_rate": round(float(fell[picked].float().mean()), 4),
                 "tracking_error": round(float(error[picked].mean()), 4),
+                # which termination ended the falls (more than one can end the same step)
+                "fell_by": {name: round(float(by[picked].float().mean()), 4) for name, by in fell_by.items()},
             }
         table[name] = per_level
     return table

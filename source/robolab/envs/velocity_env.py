@@ -145,6 +145,9 @@ class VelocityEnv(VecEnv):
 
         terminated = [term.call(self) for term in self.termination_terms]
         fell = _any([v for v, t in zip(terminated, self.termination_terms) if not t.cfg.time_out], excluded)
+        self.terminated_by = {**dict(zip((t.name for t in self.termination_terms), terminated)), "diverged": excluded}
+        """This step's value of each termination term, and the envs whose physics diverged or overflowed (reset as
+        falls): what ended an episode, for evaluations."""
         time_out = _any([v for v, t in zip(terminated, self.termination_terms) if t.cfg.time_out], None, excluded)
         rewards = self._compute_rewards(excluded)
         self._track_metrics(non_finite, diverged, excluded)

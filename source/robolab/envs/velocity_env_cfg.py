@@ -104,7 +104,11 @@ def velocity_events() -> dict[str, EventTermCfg]:
     }
 
 
-def velocity_commands() -> dict[str, CommandTermCfg]:
+def velocity_commands(heading_command: bool = False) -> dict[str, CommandTermCfg]:
+    """Forward, lateral and yaw-rate commands, each uniform in [-1, 1], resampled every 10 s, 2 % standing. With
+    ``heading_command`` (Isaac Lab's and legged_gym's setting, the rough tasks') the yaw rate steers towards a drawn
+    heading instead, so a robot that tracks its command walks straight lines rather than circles: the terrain
+    curriculum judges an episode by the distance walked from its start."""
     return {
         "base_velocity": CommandTermCfg(
             func="UniformVelocityCommand",
@@ -114,7 +118,7 @@ def velocity_commands() -> dict[str, CommandTermCfg]:
                 "lin_vel_y": (-1.0, 1.0),
                 "ang_vel_z": (-1.0, 1.0),
                 "standing_fraction": 0.02,
-                "heading_command": False,
+                "heading_command": heading_command,
                 "heading": (-math.pi, math.pi),
                 "heading_stiffness": 0.5,
             },

@@ -40,7 +40,13 @@ from robolab.envs.mdp.rewards import (
     track_lin_vel_xy_exp,
     undesired_contacts,
 )
-from robolab.envs.mdp.terminations import base_height_below, illegal_contact, terrain_out_of_bounds, time_out
+from robolab.envs.mdp.terminations import (
+    base_height_below,
+    illegal_contact,
+    terrain_out_of_bounds,
+    terrain_tile_crossed,
+    time_out,
+)
 
 __all__ = [
     "UniformVelocityCommand",
@@ -73,6 +79,7 @@ __all__ = [
     "reset_robot_state",
     "terrain_levels",
     "terrain_out_of_bounds",
+    "terrain_tile_crossed",
     "time_out",
     "track_ang_vel_z_exp",
     "track_lin_vel_xy_exp",

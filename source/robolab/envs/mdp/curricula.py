@@ -16,9 +16,9 @@ def terrain_levels(
 ) -> dict[str, torch.Tensor] | None:
     """legged_gym's and Isaac Lab's terrain curriculum. An env whose episode ends having walked farther than
     ``move_up_fraction`` of a tile from its start moves one level up; one that walked less than
-    ``move_down_fraction`` of the distance its command asked for (speed x episode length) moves one down; one that
-    solves the top level goes to a random level. Each env moves on its own (on every rank); the logged values are
-    the mean level, overall and per terrain type, which the logger averages over ranks."""
+    ``move_down_fraction`` of the distance its command asked for (speed x the time its episode was given) moves one
+    down; one that solves the top level goes to a random level. Each env moves on its own (on every rank); the
+    logged values are the mean level, overall and per terrain type, which the logger averages over ranks."""
     terrain = env.terrain
     if terrain is None:
         return None
@@ -28,7 +28,11 @@ def terrain_levels(
     # From where the episode began, not from the tile's centre: after a resume restored the levels, an env's first
     # episode runs on the tile it was placed on before, and the restored level's centre can be rows away.
     walked = (env.state.base_pos[:, :2] - env.episode_start_xy).norm(dim=1)
-    asked = env.command(command_name)[:, :2].norm(dim=1) * env.cfg.episode_length_s
+    # The time the episode was given: all of it, except for an episode that a new run started part-way through
+    # (rsl_rl's init_at_random_ep_len), which is judged on what was left of it.
+    started_at = env.episode_length_buf - env.episode_steps
+    given_s = (env.max_episode_length - started_at).clamp_min(0) * env.step_dt
+    asked = env.command(command_name)[:, :2].norm(dim=1) * given_s
     up = walked > terrain.map.tile_size[0] * move_up_fraction
     down = (walked < asked * move_down_fraction) & ~up
     levels = terrain.levels + (ended & up).long() - (ended & down).long()

@@ -36,3 +36,17 @@ def terrain_out_of_bounds(env, distance_buffer: float = 1.0) -> torch.Tensor:
             raise ValueError(f"distance_buffer={distance_buffer}: must be >= 0 and under half the terrain's size")
         half = env.term_cache[key] = torch.tensor(extent, device=env.device) / 2 - distance_buffer
     return (env.state.base_pos[:, :2].abs() > half).any(dim=1)
+
+
+def terrain_tile_crossed(env, fraction: float = 0.5) -> torch.Tensor:
+    """The base walked farther than ``fraction`` of a tile from where its episode began: what the terrain curriculum
+    (``terrain_levels``, its ``move_up_fraction``) promotes at the episode's end. Declared with ``time_out: true`` it
+    ends such an episode at once, so a walker moves up as soon as it has earned it and its next episode starts on the
+    harder tile (the curriculum then judges a good walker every few seconds, not every episode length); never on a
+    flat floor."""
+    if env.terrain is None:
+        return torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
+    if not fraction > 0:
+        raise ValueError(f"fraction={fraction}: must be > 0 (a share of the tile's size)")
+    walked = (env.state.base_pos[:, :2] - env.episode_start_xy).norm(dim=1)
+    return walked > env.terrain.map.tile_size[0] * fraction
