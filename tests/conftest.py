@@ -46,6 +46,16 @@ def run(cmd: list[str], timeout: float = 300, env: dict | None = None, cwd=None)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or clean_env(), cwd=cwd)
 
 
+def read_until(proc: subprocess.Popen, text: str) -> str:
+    """Lines of ``proc``'s stdout up to the first holding ``text`` (an assertion error if it ends first)."""
+    seen = ""
+    while text not in seen:
+        line = proc.stdout.readline()
+        assert line, f"the process ended before printing {text!r}: {seen[-3000:]}"
+        seen += line
+    return seen
+
+
 def train_cmd(*args: str) -> list[str]:
     return [sys.executable, TRAIN, *args]
 

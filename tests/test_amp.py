@@ -90,7 +90,8 @@ def test_loader_reorders_by_name_and_interpolates(tmp_path):
     "edit, message",
     [
         (lambda d: d.pop("foot_pos"), "missing fields ['foot_pos']"),
-        (lambda d: d.update(fps=np.float64(0)), "fps=0.0 must be a positive frame rate"),
+        (lambda d: d.update(fps=np.float64(0)), "fps=0.0 must be a frame rate in (0, 1000]"),
+        (lambda d: d.update(fps=np.float64(1e9)), "fps=1000000000.0 must be a frame rate in (0, 1000]"),
         (lambda d: d.update(joint_vel=d["joint_vel"][:, :11]), "joint_vel has shape (201, 11), expected (201, 12)"),
         (
             lambda d: d.update(joint_names=np.array(["x"] + list(d["joint_names"][1:]))),

@@ -139,6 +139,10 @@ def wrong_shape(env) -> torch.Tensor:
             lambda c: c.events["physics_material"].params.update(friction_range=[-1, 1]),
             r"^env\.events\.physics_material\.params\.friction_range=\[-1, 1\]: the low end must be >= 0",
         ),
+        (  # an interval event, whose first call would come seconds into training, is checked at the start
+            lambda c: c.events["push_robot"].params.update(velocity_range=-1),
+            r"^env\.events\.push_robot\.params\.velocity_range=-1: a half-width, must be >= 0",
+        ),
         (
             lambda c: c.events["push_robot"].__setattr__("mode", "often"),
             r"^env\.events\.push_robot\.mode='often': allowed: startup, reset, interval",

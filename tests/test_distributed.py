@@ -222,7 +222,8 @@ def test_rank_beyond_world_size_is_refused_before_any_collective(tmp_path):
 
 
 @pytest.mark.slow
-def test_dead_peer_ends_the_survivor_within_the_timeout(tmp_path):
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGSTOP])
+def test_a_dead_or_stopped_peer_ends_the_survivor_within_the_timeout_in_one_line(tmp_path, how):
     log_root = str(tmp_path / "logs")
     args = dist_train_args(log_root, iterations=100000) + ["distributed.timeout_s=20"]
     procs = launch_by_hand([torchrun_vars(0), torchrun_vars(1)], [args, args], tmp_path)
@@ -232,13 +233,17 @@ def test_dead_peer_ends_the_survivor_within_the_timeout(tmp_path):
         line = procs[0].stdout.readline()
         seen += line
         assert line or procs[0].poll() is None, "rank 0 ended early"
-    procs[1].send_signal(signal.SIGKILL)
+    procs[1].send_signal(how)
     killed_at = time.time()
-    procs[0].stdout.close()
-    procs[0].wait(timeout=60)
-    assert procs[0].returncode != 0
+    _, err = procs[0].communicate(timeout=60)  # its output drained: a closed pipe would fail its next print
+    assert procs[0].returncode == 2
     assert time.time() - killed_at < 40  # the 20 s collective timeout, plus exit
-    procs[1].wait()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: rank 0: a peer rank stopped answering or left the job (")
+    assert "distributed.timeout_s=20" in lines[-1] and not any("Traceback" in line for line in lines)
+    if how == signal.SIGSTOP:
+        procs[1].send_signal(signal.SIGCONT)
+    procs[1].wait(timeout=60)
 
 
 # --- other launchers ----------------------------------------------------------------------------------------

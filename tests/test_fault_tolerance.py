@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY, TRAIN, clean_env
+from conftest import TINY, TRAIN, clean_env, read_until
 from robolab import checkpoint
 
 FINAL = 12
@@ -84,7 +84,7 @@ def test_killed_worker_is_restarted_and_training_resumes_in_the_same_run(tmp_pat
     output, _ = job.communicate(timeout=300)
     assert job.returncode == 0, output[-4000:]
 
-    assert [p.name for p in (log_root / "go2_flat").iterdir()] == [run_dir.name]  # no second run directory
+    assert [p.name for p in (log_root / "go2_flat").iterdir() if p.is_dir()] == [run_dir.name]  # no second run
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["iterations"] == FINAL and summary["world_size"] == 2
     console = (run_dir / "console.log").read_text()
@@ -136,3 +136,71 @@ def test_a_rank_killed_at_a_random_time_never_loses_the_run(tmp_path, trial):
     for model in models:
         assert checkpoint.load(str(model))["iter"] == checkpoint.checkpoint_iteration(str(model))
     print(f"trial {trial}: rank {victim} {'killed' if pid else 'not killed (the job had ended)'} after {delay:.1f} s")
+
+
+@pytest.mark.slow
+def test_workers_whose_launcher_was_killed_stop_with_their_checkpoint(tmp_path):
+    """kill -9 of torchrun: its workers get SIGTERM (parent-death signal) and stop after the iteration under way,
+    saved, well within distributed.timeout_s; they do not train on unsupervised."""
+    log_root = tmp_path / "logs"
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", TRAIN, "--distributed",
+        "--device", "cpu", *TINY, "--max_iterations", "100000", "--log_root", str(log_root), "agent.save_interval=1000",
+        "distributed.timeout_s=30",
+    ]  # fmt: skip
+    launcher = subprocess.Popen(cmd, env=clean_env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    read_until(launcher, "Learning iteration 5")
+    workers = worker_pids(launcher.pid)
+    assert len(workers) == 2
+    launcher.kill()
+    killed = time.time()
+    while any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in workers.values()):
+        assert time.time() - killed < 30, "workers outlived their launcher"
+        time.sleep(0.2)
+    launcher.wait()
+    (run_dir,) = [p for p in (log_root / "go2_flat").iterdir() if p.is_dir()]
+    models = sorted(run_dir.glob("model_*.pt"), key=lambda p: checkpoint.checkpoint_iteration(str(p)))
+    assert len(models) >= 2  # iteration 0, and the one they stopped after
+    assert checkpoint.load(str(models[-1]))["iter"] >= 5
+    assert json.loads((run_dir / "summary.json").read_text())["stopped_early"] is True
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
+    except (FileNotFoundError, IndexError):
+        return "zombie"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trial", range(CHAOS_TRIALS))
+def test_a_run_killed_at_a_random_moment_resumes_with_its_records_intact(tmp_path, trial):
+    """kill -9 of a single-process run at a random moment (start-up, training, a save): the next start of the job
+    resumes (or starts, if nothing was saved), leaves no temporary file, and keeps the first session's params."""
+    rng = random.Random(777 + trial)
+    log_root = tmp_path / "logs"
+    job = [TRAIN, *TINY, "--max_iterations", "40", "--log_root", str(log_root), "--run_name", "k", "--resume", "auto"]
+    first = subprocess.Popen([sys.executable, *job], env=clean_env(), stdout=subprocess.PIPE, text=True)
+    if rng.random() < 0.75:  # most kills once training is under way (saves every iteration), the others at start-up
+        while "Learning iteration" not in (first.stdout.readline() or "Learning iteration"):
+            pass
+    time.sleep(rng.uniform(0.1, 3.0))
+    first.kill()
+    first.communicate()
+    experiment = log_root / "go2_flat"
+    runs_before = [p for p in experiment.iterdir() if p.is_dir()] if experiment.exists() else []
+    params_before = {p: (p / "params" / "agent.yaml").read_bytes() for p in runs_before if (p / "params").exists()}
+    res = subprocess.run([sys.executable, *job], env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    runs_after = [p for p in (log_root / "go2_flat").iterdir() if p.is_dir()]
+    resumed = [p for p in runs_before if checkpoint.latest_checkpoint(str(p))]
+    assert len(runs_after) == (len(runs_before) if resumed else len(runs_before) + 1)
+    run_dir = resumed[0] if resumed else next(p for p in runs_after if p not in runs_before)
+    assert not list(log_root.rglob("*.tmp"))
+    for path, before in params_before.items():
+        assert (path / "params" / "agent.yaml").read_bytes() == before  # the first session's record
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["iterations"] == 40
+    for model in run_dir.glob("model_*.pt"):
+        assert checkpoint.load(str(model))["iter"] == checkpoint.checkpoint_iteration(str(model))
+    print(f"trial {trial}: {'resumed' if resumed else 'started anew'}; {len(runs_after)} run(s)")

@@ -113,7 +113,11 @@ def test_resume_trains_n_more_but_a_restart_keeps_the_planned_end(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     assert "resuming at iteration 2, training until 4" in res.stdout
     assert summary(run_dir)["iterations"] == 4 and (run_dir / "model_3.pt").exists()
-    assert yaml.safe_load((run_dir / "params" / "agent.yaml").read_text())["max_iterations"] == 4
+    # params/ keeps the run as it started; the resume's record says what it changed
+    assert yaml.safe_load((run_dir / "params" / "agent.yaml").read_text())["max_iterations"] == 2
+    sessions = [json.loads(line) for line in (run_dir / "sessions.jsonl").read_text().splitlines()]
+    assert [s["final_iteration"] for s in sessions] == [2, 4]
+    assert sessions[1]["changed"]["agent.max_iterations"] == [2, 4]
     # torchrun restarting the same command: the run already reached its planned end; nothing more is trained
     res = run(train_cmd(*base, "--resume", "--max_iterations", "2"), env=clean_env(TORCHELASTIC_RESTART_COUNT="1"))
     assert res.returncode == 0, res.stderr[-2000:]
@@ -161,7 +165,7 @@ def test_random_seed_is_drawn_logged_and_saved(tmp_path):
     run_dir = only_run(tmp_path / "go2_flat")
     assert yaml.safe_load((run_dir / "params" / "agent.yaml").read_text())["seed"] == drawn
     res = run(train_cmd(*TINY, "--max_iterations", "1", "--seed", "-2", "--log_root", str(tmp_path)))
-    assert res.returncode == 2 and "--seed=-2: must be >= 0, or -1 for a random seed" in res.stderr
+    assert res.returncode == 2 and "--seed=-2: must be in [0, 2**62], or -1 for a random seed" in res.stderr
 
 
 def test_isaaclab_log_layout_names_io_descriptors_and_agent_entry_point(tmp_path, monkeypatch):

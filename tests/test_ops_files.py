@@ -126,7 +126,7 @@ def test_sbatch_script_one_task_per_gpu(tmp_path):
     res, log_root = run_sbatch(tmp_path, "srun", SLURM_NTASKS="2", SLURM_NNODES="1", SLURM_NTASKS_PER_NODE="2")
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     assert "rank 1/2 (local rank 1, launcher slurm): device cpu, seed 43" in res.stdout
-    runs = list((log_root / "go2_flat").iterdir())
+    runs = [r for r in (log_root / "go2_flat").iterdir() if r.is_dir()]
     assert [r.name.endswith("_slurm-4242") for r in runs] == [True]
 
 
@@ -134,7 +134,7 @@ def test_sbatch_script_torchrun_per_node(tmp_path):
     res, log_root = run_sbatch(tmp_path, "torchrun", SLURM_NTASKS="1", SLURM_NNODES="1", GPUS_PER_NODE="2")
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     assert "rank 1/2 (local rank 1, launcher torchrun)" in res.stdout
-    assert len(list((log_root / "go2_flat").iterdir())) == 1
+    assert len([r for r in (log_root / "go2_flat").iterdir() if r.is_dir()]) == 1
 
 
 def test_sbatch_script_rejects_unknown_launch_mode(tmp_path):

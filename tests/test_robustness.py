@@ -141,7 +141,7 @@ def test_latest_run_never_picks_a_run_without_checkpoint(tmp_path):
         ("agent.algorithm.learning_rate=abc", "Value 'abc' of type 'str' could not be converted to Float"),
         ("agent.algorithm.gamma=1.5", "agent.algorithm.gamma=1.5: must be in [0, 1]"),
         ("agent.algorithm.amp_cfg.loss_type=hinge", "agent.algorithm.amp_cfg.loss_type='hinge': allowed: lsgan, bce"),
-        ("agent.actor.hidden_dims=[0]", "agent.actor.hidden_dims=[0]: must be positive integers"),
+        ("agent.actor.hidden_dims=[0]", "agent.actor.hidden_dims=[0]: must be a non-empty list of positive integers"),
     ],
 )
 def test_bad_agent_values_are_one_line_errors_before_any_work(tmp_path, capsys, override, message):

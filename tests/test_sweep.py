@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 from pathlib import Path
 
 import hydra
@@ -10,6 +12,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import run, train_cmd
+from robolab.cli.train import main as train_main
 from robolab.config import CONFIG_MODULE
 from robolab.rl_cfg import register_schemas
 
@@ -140,3 +143,51 @@ def test_slots_are_exclusive(tmp_path):
         assert {first, second} == {0, 1}
     with job_slot(tmp_path, 2) as again:
         assert again == 0  # released slots are free again
+
+
+def test_every_train_flag_is_passed_to_sweep_jobs_or_refused_by_sweeps():
+    """No flag is dropped without a word: a new flag of train.py must be classified here."""
+    from robolab import sweep
+    from robolab.cli.train import build_parser
+
+    classified = {
+        *sweep.FORWARDED,
+        *sweep.FORWARDED_SWITCHES,
+        *sweep.NOT_IN_SWEEPS,
+        *sweep.SWEEP_ONLY,
+        *sweep.BY_THE_SWEEP,
+        "help",
+        "headless",
+    }
+    flags = {action.dest for action in build_parser()._actions if action.option_strings}
+    assert flags <= classified, f"unclassified train.py flags: {sorted(flags - classified)}"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["-m", "seed=1,2", "--resume", "latest"], "--resume: a sweep trains a new run per point"),
+        (["-m", "seed=1,2", "--load_run", "x"], "--load_run: a sweep trains a new run per point"),
+        (["--jobs_per_node", "2"], "--jobs_per_node: a sweep setting; add -m"),
+        (["--sweep_dir", "/tmp/s"], "--sweep_dir: a sweep setting; add -m"),
+        (["--nproc_per_node", "0"], "argument --nproc_per_node: 0: must be an integer >= 1"),
+    ],
+)
+def test_sweep_flags_out_of_place_are_one_line_errors(tmp_path, argv, message):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = train_main([*argv, "--log_root", str(tmp_path / "logs")])
+    assert code == 2 and message in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1
+    assert not (tmp_path / "logs").exists()
+
+
+def test_a_sweep_job_gets_the_flags_it_was_given(tmp_path):
+    from robolab import sweep
+    from robolab.cli.train import parse_flags
+
+    args, _ = parse_flags(
+        ["-m", "--teacher_checkpoint", "t.pt", "--video_interval", "50", "--log_project_name", "p", "seed=1,2"]
+    )
+    cmd = sweep.child_command(args, ["seed=1"], str(tmp_path))
+    for flag, value in (("--teacher_checkpoint", "t.pt"), ("--video_interval", "50"), ("--log_project_name", "p")):
+        assert cmd[cmd.index(flag) + 1] == value

@@ -421,7 +421,8 @@ def test_the_terrain_levels_survive_a_checkpoint_and_a_resume(tmp_path):
         return prepare_training(TrainOptions.from_namespace(options), overrides)
 
     first = session("--max_iterations", "2")
-    run_training(first)
+    with first.closer:  # the session holds its run directory until it is closed
+        run_training(first)
     levels = first.env.terrain.levels.clone()
     saved = checkpoint.load(f"{first.plan.run_dir}/model_1.pt")
     assert torch.equal(saved["env_state"][0]["terrain.levels"], levels)

@@ -9,6 +9,7 @@ import shutil
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -184,6 +185,34 @@ def test_play_viewer_web_serves_and_reports(tmp_path):
     res = run([*play, "--viewer", "web", "--viewer_port", port, "--steps", "10", "--no_export"])
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"web viewer: http://localhost:{port}" in res.stdout and '"steps": 10' in res.stdout
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The IPv4/IPv6 addresses a TCP socket of this machine listens on at ``port`` (Linux's /proc/net tables)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+def test_the_web_viewer_listens_on_this_machine_only_unless_told_otherwise():
+    cfg = Go2FlatEnvCfg(num_envs=1)
+    cfg.backend.num_threads = 1
+    env = VelocityEnv(cfg)
+    for host, listens, shown in ((None, {"0100007F"}, "localhost"), ("0.0.0.0", {"00000000"}, "0.0.0.0")):
+        port = free_port()
+        chosen = {} if host is None else {"host": host}  # None: the default
+        web = viewer.WebViewer(env, port=port, num_shown=1, **chosen)
+        try:
+            assert listening_addresses(port) == listens  # 127.0.0.1 by default, every interface when asked
+            assert web.url == f"http://{shown}:{port}"
+        finally:
+            web.close()
+    env.close()
 
 
 def test_viewer_choice():

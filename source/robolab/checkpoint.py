@@ -99,14 +99,33 @@ def latest_checkpoint(run_dir: str, pattern: str | None = None) -> str | None:
     return found[-1] if found else None
 
 
-def latest_run(
-    experiment_dir: str, suffix: str = "", pattern: str | None = None, checkpoint_pattern: str | None = None
-) -> str | None:
-    """The newest run directory (by name, which starts with a sortable timestamp) that holds a checkpoint.
+RUN_DIR_PATTERN = re.compile(r"^(?P<time>\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})(?:-(?P<k>\d+))?(?:_(?P<name>.+))?$")
+"""A run directory's name: ``<timestamp>[-<k>][_<run_name>]`` (``-<k>`` tells apart runs started in one second)."""
 
-    With ``suffix``, only runs whose name ends with it (``_<run_name>``) are considered; with ``pattern`` (a
-    regular expression, matched from the start of the name as Isaac Lab's ``--load_run``), only those it matches;
-    with ``checkpoint_pattern``, only runs holding a checkpoint that it matches.
+
+def run_name_of(directory: str) -> str | None:
+    """The run name in a run directory's name ('' for a run without one); None for a name that is not a run's."""
+    match = RUN_DIR_PATTERN.match(os.path.basename(directory))
+    return None if match is None else match.group("name") or ""
+
+
+def _run_order(directory: str) -> tuple[str, int]:
+    """Oldest first: by timestamp, then by the counter of runs started in the same second."""
+    match = RUN_DIR_PATTERN.match(directory)
+    return (match.group("time"), int(match.group("k") or 0)) if match else (directory, 0)
+
+
+def latest_run(
+    experiment_dir: str,
+    run_name: str | None = None,
+    pattern: str | None = None,
+    checkpoint_pattern: str | None = None,
+) -> str | None:
+    """The newest run directory (by its name's timestamp) that holds a checkpoint.
+
+    With ``run_name``, only runs of exactly that name (the part after the timestamp, not a suffix: ``lr_x`` is not
+    ``x``); with ``pattern`` (a regular expression, matched from the start of the name as Isaac Lab's
+    ``--load_run``), only those it matches; with ``checkpoint_pattern``, only runs holding a checkpoint it matches.
     """
     if not os.path.isdir(experiment_dir):
         return None
@@ -116,9 +135,10 @@ def latest_run(
             d
             for d in os.listdir(experiment_dir)
             if os.path.isdir(os.path.join(experiment_dir, d))
-            and d.endswith(suffix)
+            and (run_name is None or run_name_of(d) == run_name)
             and (regex is None or regex.match(d))
         ),
+        key=_run_order,
         reverse=True,
     )
     for run in runs:

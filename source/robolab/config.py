@@ -10,7 +10,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib.util
+import inspect
 import os
+import re
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -92,6 +95,13 @@ def _current_spelling(key: str, value: str) -> str:
     if len(parts) == 2 and parts[0] == "rewards" and is_number(value):
         return f"env.rewards.{parts[1]}.weight={value}"
     return f"{key}={value}"
+
+
+def quoted(value: str) -> str:
+    """``value`` as a quoted Hydra override value that reads back as exactly this string: any unicode, quotes,
+    ``=``, a number-like ``1e3`` or ``null`` stay text, and ``${...}`` is not interpolated."""
+    value = re.sub(r"(\\+)(?='|$|\$\{)", lambda m: m.group(1) * 2, value)  # backslashes before what they escape
+    return "'" + value.replace("'", "\\'").replace("${", "\\${") + "'"
 
 
 def is_number(text: str) -> bool:
@@ -177,7 +187,38 @@ def compose(
     with open_dict(cfg):
         del cfg["hydra"]
         cfg.isaaclab_presets = presets
+    check_known_keys(cfg, _read_yaml(source, "train.yaml"))
     return cfg
+
+
+def check_known_keys(cfg: DictConfig, train_yaml: DictConfig) -> None:
+    """Every key is one the config declares: Hydra's ``+key=value`` adds keys anywhere, so a misspelt
+    ``+distributed.timeout_sec=5`` or ``+agent.bogus=1`` would otherwise be accepted and never read. ``env.*`` keys
+    are checked against the task's dataclass when the env config is built (``build_env_cfg``)."""
+    top = {"agent", "env", "isaaclab_presets", *train_yaml.keys()} - {"defaults", "hydra"}
+    _refuse_unknown("", set(cfg.keys()) - top, top)
+    declared = set(train_yaml.distributed.keys())
+    _refuse_unknown("distributed.", set(cfg.distributed.keys()) - declared, declared)
+    _check_typed_keys(cfg.agent, "agent")
+
+
+def _check_typed_keys(node: DictConfig, path: str) -> None:
+    """Keys of a node typed by a dataclass (the agent schemas) must be its fields; nested typed nodes too."""
+    schema = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(schema):
+        return
+    fields = {f.name for f in dataclasses.fields(schema)}
+    _refuse_unknown(f"{path}.", set(node.keys()) - fields, fields)
+    for key in fields & set(node.keys()):
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_none():
+            _check_typed_keys(child, f"{path}.{key}")
+
+
+def _refuse_unknown(prefix: str, unknown: set, known: set) -> None:
+    if unknown:
+        key = sorted(map(str, unknown))[0]
+        raise ConfigError(f"{prefix}{key}: no such setting (known: {', '.join(sorted(map(str, known)))})")
 
 
 def split_preset_tokens(overrides: list[str]) -> tuple[list[str], list[str]]:
@@ -219,6 +260,7 @@ def build_env_cfg(task_id: str, env_overrides: DictConfig | dict, saved: dict | 
         assert isinstance(base, DictConfig)
         removed = _pop_removed_terms(base, overrides, ())
         env_cfg = OmegaConf.to_object(OmegaConf.merge(base, overrides))
+        check_finite(env_cfg, "env")
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
         where = f"env.{key}: " if key else ""
@@ -309,7 +351,127 @@ def agent_dict(cfg: DictConfig) -> dict:
         raise ConfigError(str(err)) from None
     except OmegaConfBaseException as err:
         raise ConfigError(f"bad agent config: {_one_line(err)}") from None
-    return dataclasses.asdict(agent) if dataclasses.is_dataclass(agent) else dict(agent)  # type: ignore[arg-type]
+    data = dataclasses.asdict(agent) if dataclasses.is_dataclass(agent) else dict(agent)  # type: ignore[arg-type]
+    check_finite(data, "agent")
+    check_class_names(data)
+    return data
+
+
+def saved_agent_dict(saved: dict, given: dict, source: str) -> dict:
+    """A run's saved agent config (``params/agent.yaml``, already checked by ``runs.check_saved_names``) with the
+    command line's ``agent.*`` on top, typed and range-checked by the schemas of the run's own pipeline (a file of
+    the wrong types is one line naming it, never a traceback deep in rsl_rl). Keys the schemas no longer have (an
+    older robolab's) are dropped."""
+    from robolab import rl_cfg
+
+    runner = str(saved.get("runner_class_name", ""))
+    algorithm = (
+        str((saved.get("algorithm") or {}).get("class_name", "")) if isinstance(saved.get("algorithm"), dict) else ""
+    )
+    runner_schema = rl_cfg.DistillationRunnerCfg if runner.endswith("DistillationRunner") else rl_cfg.OnPolicyRunnerCfg
+    algorithm_schema = (
+        rl_cfg.PpoAmpCfg
+        if algorithm.endswith("PPOAMP")
+        else rl_cfg.DistillationCfg
+        if algorithm.endswith("Distillation")
+        else rl_cfg.PpoCfg
+    )
+    try:
+        base = OmegaConf.structured(runner_schema)
+        base.algorithm = OmegaConf.structured(algorithm_schema)
+        agent = OmegaConf.to_object(OmegaConf.merge(base, _known_keys(base, saved), given))
+    except AgentConfigError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    except (OmegaConfBaseException, TypeError, ValueError) as err:
+        raise ConfigError(f"{source}: bad agent config: {_one_line(err)}") from None
+    data = dataclasses.asdict(agent)  # type: ignore[arg-type]
+    for key in ("algorithm", *(m for m in MODEL_KEYS if m in data)):
+        if not isinstance(data.get(key), dict):
+            raise ConfigError(f"{source}: agent.{key} is {data.get(key)!r}, not a mapping of settings (a cut file?)")
+    check_finite(data, "agent")
+    check_class_names(data)
+    return data
+
+
+def _known_keys(node: DictConfig, data: Any) -> Any:
+    """``data`` without the keys that a dataclass-typed ``node`` (and its typed children) does not declare."""
+    if not (isinstance(data, dict) and dataclasses.is_dataclass(OmegaConf.get_type(node))):
+        return data
+    out = {}
+    for key, value in data.items():
+        if key in node:
+            child = node._get_node(key)
+            out[key] = _known_keys(child, value) if isinstance(child, DictConfig) else value
+    return out
+
+
+MAX_SETTING = 1.0e6
+"""The largest magnitude a real-valued setting may have. No quantity of a legged-robot task comes near it (the
+largest defaults are divergence bounds of 1e5), and beyond it float32 sums and squares overflow into NaN losses."""
+
+
+def leaves(tree: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """Every leaf of a config tree (dataclasses, dicts, lists and tuples) with its dotted key (``a.b.0`` for a list's
+    first element)."""
+    if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
+        for field in dataclasses.fields(tree):
+            yield from leaves(getattr(tree, field.name), f"{path}.{field.name}")
+    elif isinstance(tree, dict):
+        for key, value in tree.items():
+            yield from leaves(value, f"{path}.{key}")
+    elif isinstance(tree, (list, tuple)):
+        for i, value in enumerate(tree):
+            yield from leaves(value, f"{path}.{i}")
+    else:
+        yield path, tree
+
+
+def check_finite(tree: Any, path: str) -> None:
+    """Every real number in a config (dataclasses, dicts, lists) is finite and within ``MAX_SETTING``: a NaN,
+    infinite or absurd setting is one line naming its key, before it can reach the physics or the update (where it
+    surfaces as NaN rewards or a torch error, with a run directory already written)."""
+    for key, value in leaves(tree, path):
+        if isinstance(value, float) and not abs(value) <= MAX_SETTING:  # NaN fails the comparison too
+            shown = "must be a finite number" if value != value or abs(value) == float("inf") else "must be within"
+            raise ConfigError(f"{key}={value}: {shown} within +-{MAX_SETTING:g}")
+
+
+MODEL_KEYS = ("actor", "critic", "student", "teacher")
+
+
+def check_class_names(agent: dict) -> None:
+    """The runner, algorithm and model classes the agent config names resolve (rsl_rl's resolver: ``module:Class``,
+    ``module.Class`` or an rsl_rl name); one line naming the key otherwise."""
+    from robolab.rsl_rl_api import resolve_callable
+
+    names = {"agent.runner_class_name": agent.get("runner_class_name")}
+    names["agent.algorithm.class_name"] = (agent.get("algorithm") or {}).get("class_name")
+    names.update({f"agent.{m}.class_name": agent[m].get("class_name") for m in MODEL_KEYS if agent.get(m)})
+    for key, name in names.items():
+        if name is None:
+            continue
+        try:
+            target = resolve_callable(name)
+        except Exception as err:  # ImportError, AttributeError, ValueError, TypeError: the name is wrong
+            raise ConfigError(f"{key}={name!r}: cannot be resolved ({first_line(err)[:160]})") from None
+        model = key.split(".")[1]
+        if model in MODEL_KEYS:
+            _check_model_arguments(f"agent.{model}", target, agent[model])
+
+
+def _check_model_arguments(key: str, model_class, entry: dict) -> None:
+    """A model entry's keys are keyword arguments of its class (rsl_rl passes them on as they are)."""
+    try:
+        parameters = inspect.signature(model_class).parameters.values()
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    accepted = {p.name for p in parameters}
+    unknown = sorted(set(entry) - accepted - {"class_name"})
+    if unknown:
+        name = getattr(model_class, "__name__", str(model_class))
+        raise ConfigError(f"{key}.{unknown[0]}: not an argument of {name} (it takes: {', '.join(sorted(accepted))})")
 
 
 def plain(node: DictConfig) -> dict:

@@ -13,6 +13,7 @@ import contextlib
 import datetime
 import hashlib
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterable, Mapping
@@ -163,6 +164,7 @@ def initialize(ctx: DistributedContext, device: str, backend: str | None = None,
     if timeout_s <= 0:
         raise DistributedConfigError(f"distributed timeout {timeout_s}: must be a positive number of seconds")
     backend = backend_for(device, backend)
+    _settings["timeout_s"] = timeout_s
     # Slurm and Open MPI do not set the rendezvous address torchrun does; default to a single-node setup.
     os.environ.setdefault("MASTER_ADDR", os.environ.get("SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"))
     os.environ.setdefault("MASTER_PORT", "29500")
@@ -230,11 +232,58 @@ def _restart_safe_store(ctx: DistributedContext, timeout: datetime.timedelta):
     return dist.PrefixStore(f"robolab/attempt_{attempt}", agent_store)  # pyright: ignore[reportPrivateImportUsage]
 
 
+PR_SET_PDEATHSIG = 1
+"""Linux ``prctl`` option: the signal a process gets when its parent dies."""
+
+
+def end_with_launcher() -> None:
+    """A torchrun worker whose launcher is gone (``kill -9`` of torchrun, a lost agent) gets SIGTERM, which stops
+    training after the iteration under way with a checkpoint, as a pre-emption does; without it the workers train
+    on, writing checkpoints, with nobody to restart or stop them. Linux only (``prctl(PR_SET_PDEATHSIG)``); torchrun
+    only: a run started by hand or by ``nohup`` must outlive the shell that started it."""
+    if "TORCHELASTIC_RUN_ID" not in os.environ or not sys.platform.startswith("linux"):  # torchrun's agent sets it
+        return
+    import ctypes
+
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:  # the launcher died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def launcher_restart(env: Mapping[str, str] | None = None) -> bool:
     """True when the launcher restarted this job (torchrun ``--max-restarts``, a requeued Slurm job)."""
     env = os.environ if env is None else env
     counts = (env.get("TORCHELASTIC_RESTART_COUNT", "0"), env.get("SLURM_RESTART_COUNT", "0"))
     return any(c.isdigit() and int(c) > 0 for c in counts)
+
+
+LOST_PEER_SIGNS = (
+    "Timed out waiting",  # gloo: a peer stopped (SIGSTOP, a hung node) past the timeout
+    "Connection closed by peer",  # gloo: a peer died
+    "Connection reset by peer",
+    "NCCL communicator was aborted",
+    "Watchdog caught collective operation timeout",  # NCCL's timeout
+    "remote process exited",
+)
+
+
+def lost_peer(err: BaseException) -> str | None:
+    """The one line for a collective that failed because another rank died, hung or stopped (``None`` for any other
+    error): which it was, the timeout that caught it, and that the last checkpoint stands."""
+    text = " ".join(str(err).split())
+    if not (isinstance(err, getattr(dist, "DistError", ())) or any(sign in text for sign in LOST_PEER_SIGNS)):
+        return None
+    reason = text.split("] ", 1)[-1][:160]  # gloo prefixes its source location
+    return (
+        f"rank {rank()}: a peer rank stopped answering or left the job ({reason}; distributed.timeout_s="
+        f"{_settings.get('timeout_s', DEFAULT_TIMEOUT_S):g}); the last checkpoint stands: resume with --resume, or let "
+        "the launcher restart the job"
+    )
+
+
+_settings: dict[str, float] = {}
+"""The process group's settings as started (``initialize``), for messages."""
 
 
 def is_initialized() -> bool:

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, fields
 
 from robolab import tasks
-from robolab.config import ConfigError
+from robolab.config import ConfigError, quoted
 
 DEFAULT_TASK = "RoboLab-Velocity-Flat-Go2-v0"
 DEFAULT_LOG_ROOT = os.path.join("logs", "rsl_rl")  # where Isaac Lab's scripts and tools look
@@ -60,8 +60,8 @@ class TrainOptions:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"--{name}={value}: must be a positive integer")
-        if self.seed is not None and self.seed < -1:
-            raise ConfigError(f"--seed={self.seed}: must be >= 0, or -1 for a random seed")
+        if self.seed is not None and not -1 <= self.seed <= 2**62:
+            raise ConfigError(f"--seed={self.seed}: must be in [0, 2**62], or -1 for a random seed")
         if self.logger is not None and self.logger not in LOGGERS:
             raise ConfigError(f"--logger={self.logger!r}: allowed: {', '.join(LOGGERS)}")
         flags = {
@@ -71,7 +71,9 @@ class TrainOptions:
             "agent.run_name": self.run_name,
             "distributed.check_replication_every": self.check_replication_every,
         }
-        return [f"{key}={value}" for key, value in flags.items() if value is not None]
+        # Names go through quoted(): a unicode or number-like name is passed as the text it is.
+        given = {key: value for key, value in flags.items() if value is not None}
+        return [f"{key}={quoted(value) if isinstance(value, str) else value}" for key, value in given.items()]
 
 
 def log_writer_cfg(logger, project: str | None, experiment: str):

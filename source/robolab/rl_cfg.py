@@ -17,6 +17,8 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
+from robolab.files import check_dir_name
+
 
 class AgentConfigError(ValueError):
     """An ``agent.*`` value out of range; the message names the key and what is allowed."""
@@ -30,6 +32,15 @@ def _require(key: str, value: Any, ok: bool, allowed: str) -> None:
 def _positive(key: str, value: float) -> None:
     what = "a learning rate" if key.endswith("learning_rate") else "it"
     _require(key, value, math.isfinite(value) and value > 0, f"{what} must be a finite number > 0")
+    if key.endswith("learning_rate"):
+        _require(key, value, value <= 1.0, "a learning rate must be at most 1")
+    if key.endswith(("num_learning_epochs", "num_disc_updates")):
+        _require(key, value, value <= MAX_PASSES, f"at most {MAX_PASSES} passes over an iteration's samples")
+
+
+MAX_PASSES = 1000
+"""The most epochs (or discriminator updates) an update may make: rsl_rl's defaults are 5 and 2; more would keep one
+update running for hours (a stop request still ends it within seconds)."""
 
 
 def _mlp(hidden_dims: list[int], init_std: float | None) -> dict[str, Any]:
@@ -52,10 +63,23 @@ def _check_optimizer(name: str) -> None:
     _require("algorithm.optimizer", name, name in OPTIMIZERS, f"allowed: {', '.join(OPTIMIZERS)}")
 
 
+def _check_dir_name(key: str, name: str, allow_empty: bool) -> None:
+    """A name that becomes a directory under the log root (``robolab.files.check_dir_name``)."""
+    try:
+        check_dir_name(f"agent.{key}", name, allow_empty)
+    except ValueError as err:
+        raise AgentConfigError(str(err)) from None
+
+
 def _check_model(key: str, model: dict[str, Any]) -> None:
     _require(f"{key}.class_name", model.get("class_name"), bool(model.get("class_name")), "must name a model class")
     dims = model.get("hidden_dims", [1])
-    _require(f"{key}.hidden_dims", dims, all(isinstance(d, int) and d > 0 for d in dims), "must be positive integers")
+    ok = isinstance(dims, (list, tuple)) and len(dims) > 0 and all(isinstance(d, int) and d > 0 for d in dims)
+    _require(f"{key}.hidden_dims", dims, ok, "must be a non-empty list of positive integers")
+    distribution = model.get("distribution_cfg")
+    if isinstance(distribution, dict) and "init_std" in distribution:
+        std = distribution["init_std"]
+        _require(f"{key}.distribution_cfg.init_std", std, isinstance(std, (int, float)) and std > 0, "must be > 0")
 
 
 # --- algorithms ---------------------------------------------------------------------------------------------
@@ -97,6 +121,7 @@ class PpoCfg:
         for key in ("gamma", "lam"):
             value = getattr(self, key)
             _require(f"algorithm.{key}", value, 0 <= value <= 1, "must be in [0, 1]")  # (NaN is not)
+        _require("algorithm.value_loss_coef", self.value_loss_coef, self.value_loss_coef >= 0, "must be >= 0")
         _require(
             "algorithm.schedule", self.schedule, self.schedule in ("adaptive", "fixed"), "allowed: adaptive, fixed"
         )
@@ -191,7 +216,8 @@ class RunnerCfg:
     def __post_init__(self) -> None:
         for key in ("num_steps_per_env", "max_iterations", "save_interval"):
             _require(key, getattr(self, key), getattr(self, key) >= 1, "must be an integer >= 1")
-        _require("experiment_name", self.experiment_name, bool(self.experiment_name), "must not be empty")
+        for key, allow_empty in (("experiment_name", False), ("run_name", True)):
+            _check_dir_name(key, getattr(self, key), allow_empty)
         clip = self.clip_actions
         _require(
             "clip_actions", clip, clip is None or (math.isfinite(clip) and clip > 0), "must be None or a number > 0"
@@ -222,6 +248,7 @@ class DistillationRunnerCfg(RunnerCfg):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        _check_dir_name("teacher_experiment", self.teacher_experiment, allow_empty=True)
         _check_model("student", self.student)
         _check_model("teacher", self.teacher)
 

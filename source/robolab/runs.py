@@ -6,7 +6,13 @@ Runs live where Isaac Lab's tools look for them: ``<log_root>/<experiment>/<time
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import datetime
+import fcntl
+import json
 import os
+import re
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -33,15 +39,90 @@ class RunPlan:
     iteration the job planned, whatever ``--max_iterations`` says."""
 
 
-def create_run_dir(plan: RunPlan) -> str:
-    """The run directory of ``plan``: the resumed one, or a new one created now. Runs on rank 0 only."""
-    if plan.run_dir is not None:
-        return plan.run_dir
+class RunBusyError(ValueError):
+    """Another live job holds the run directory (or, under ``--resume auto``, the run name)."""
+
+
+class RunLock:
+    """An exclusive ``flock`` on a lock file, held until ``release`` or the process's end: the kernel drops it when
+    the holder dies (``kill -9``, a lost node), so a restarted job takes it again, while a second live job is refused
+    in one line naming the holder. The file keeps the holder's description (pid, host, start, command)."""
+
+    def __init__(self, path: str, what: str):
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666 & ~files.umask())
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(self.fd, 4096).decode(errors="replace").strip() or "a process that wrote no details"
+            os.close(self.fd)
+            raise RunBusyError(
+                f"{what} is in use by another job ({holder}): wait for it to end, or train another run "
+                "(another --run_name)"
+            ) from None
+        started = datetime.datetime.now().isoformat(timespec="seconds")
+        holder = f"pid {os.getpid()} on {socket.gethostname()} since {started}: {' '.join(sys.argv)}"
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, holder.encode()[:4000], 0)
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # closing the descriptor drops the lock
+            self.fd = -1
+
+
+RUN_LOCK = ".lock"
+"""The lock file inside a run directory."""
+
+
+def claim_run_dir(plan: RunPlan, closer: contextlib.ExitStack) -> str:
+    """The run directory of ``plan`` made this job's, on rank 0: a new one created now, or the resumed one; locked
+    for the job's life (``closer`` releases it) and cleared of the temporary files a killed save left.
+
+    ``--resume auto --run_name x`` names a job, so the name is locked first (in the experiment's directory): one live
+    job per name, whether or not it has a run yet; two starts of one job would otherwise each make a run. Whatever
+    this made and a refusal left empty is removed: a failed start leaves the log root as it was.
+    """
+    made = _make_dirs(plan.experiment_dir if plan.run_dir is None or plan.restart else "")
     try:
-        os.makedirs(plan.planned_dir)
-        return os.path.abspath(plan.planned_dir)
-    except FileExistsError:  # another run took the name since planning
-        return new_run_dir(plan.experiment_dir, plan.run_name)
+        if plan.restart and plan.run_name and plan.experiment_dir:
+            name_lock = RunLock(
+                os.path.join(plan.experiment_dir, f".{plan.run_name}.lock"),
+                f"run name {plan.run_name!r} of {plan.experiment_dir!r}",
+            )
+            closer.callback(name_lock.release)
+        if plan.run_dir is None:
+            try:
+                os.mkdir(plan.planned_dir)
+                run_dir = os.path.abspath(plan.planned_dir)
+            except FileExistsError:  # another run took the name since planning
+                run_dir = new_run_dir(plan.experiment_dir, plan.run_name)
+        else:
+            run_dir = plan.run_dir
+        lock = RunLock(os.path.join(run_dir, RUN_LOCK), f"run directory {run_dir!r}")
+    except OSError:
+        for directory in reversed(made):
+            with contextlib.suppress(OSError):
+                for name in os.listdir(directory):
+                    if name.endswith(".lock"):
+                        os.unlink(os.path.join(directory, name))
+                os.rmdir(directory)
+        raise
+    closer.callback(lock.release)
+    files.remove_stale_temporaries(run_dir)
+    files.remove_stale_temporaries(os.path.join(run_dir, "params"))
+    return run_dir
+
+
+def _make_dirs(path: str) -> list[str]:
+    """Create ``path`` and its missing parents; the ones created, outermost first."""
+    missing = []
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for directory in reversed(missing):
+        os.mkdir(directory)
+    return list(reversed(missing))
 
 
 def new_run_plan(experiment_dir: str, run_name: str) -> RunPlan:
@@ -59,24 +140,24 @@ def plan_run(
 ) -> RunPlan:
     """Pick the run directory: the one being resumed, or a new timestamped one (named, not created). Rank 0 only.
 
-    ``latest`` and ``auto`` take the newest run of the experiment that holds a checkpoint (of those named
-    ``*_<run_name>`` when a run name is set, so a restarted job finds its own run; of those ``load_run`` matches
-    when given); ``auto`` starts a new run when there is none, which makes it the setting for jobs that a launcher
+    ``latest`` and ``auto`` take the newest run of the experiment that holds a checkpoint (of those whose run name is
+    exactly ``run_name`` when one is set, so a restarted job finds its own run; of those ``load_run`` matches when
+    given); ``auto`` starts a new run when there is none, which makes it the setting for jobs that a launcher
     may restart. ``load_run`` or ``checkpoint_pattern`` alone mean ``latest`` (Isaac Lab's selection flags).
     """
     experiment_dir = os.path.join(log_root, experiment)
     if resume is None and (load_run or checkpoint_pattern):
         resume = "latest"
     restart = resume == "auto" or (resume is not None and launcher_restart)
-    suffix = f"_{run_name}" if run_name and not load_run else ""
+    name = run_name if run_name and not load_run else None  # a job's runs, by their exact name
     if resume == "auto":
-        run_dir = checkpoint.latest_run(experiment_dir, suffix, load_run, checkpoint_pattern)
-        if run_dir is None:
-            return new_run_plan(experiment_dir, run_name)
+        run_dir = checkpoint.latest_run(experiment_dir, name, load_run, checkpoint_pattern)
+        if run_dir is None:  # the job's first start (restart: its run name is locked for the job's life)
+            return dataclasses.replace(new_run_plan(experiment_dir, run_name), restart=True)
         found = checkpoint.latest_checkpoint(run_dir, checkpoint_pattern)
-        return RunPlan(run_dir, found, restart=True)
+        return RunPlan(run_dir, found, experiment_dir, run_name, restart=True)
     if resume == "latest":
-        found = select_checkpoint(experiment_dir, load_run, checkpoint_pattern, suffix)
+        found = select_checkpoint(experiment_dir, load_run, checkpoint_pattern, name)
         return RunPlan(os.path.dirname(found), found, restart=restart)
     if resume is not None:
         if os.path.isfile(resume):
@@ -90,7 +171,10 @@ def plan_run(
 
 
 def select_checkpoint(
-    experiment_dir: str, load_run: str | None = None, checkpoint_pattern: str | None = None, suffix: str = ""
+    experiment_dir: str,
+    load_run: str | None = None,
+    checkpoint_pattern: str | None = None,
+    run_name: str | None = None,
 ) -> str:
     """Isaac Lab's checkpoint selection, for ``train.py --resume`` and ``play.py`` alike.
 
@@ -105,7 +189,7 @@ def select_checkpoint(
     if load_run and os.path.isdir(load_run):
         run_dir: str | None = load_run
     else:
-        run_dir = checkpoint.latest_run(experiment_dir, suffix, load_run, checkpoint_pattern)
+        run_dir = checkpoint.latest_run(experiment_dir, run_name, load_run, checkpoint_pattern)
     found = checkpoint.latest_checkpoint(run_dir, checkpoint_pattern) if run_dir else None
     if found is None:
         where = run_dir or experiment_dir
@@ -167,13 +251,15 @@ def new_run_dir(experiment_dir: str, run_name: str) -> str:
 
 
 def _free_run_dir(experiment_dir: str, run_name: str) -> str:
-    """``<experiment_dir>/<timestamp>[_<run_name>]``, with ``-<k>`` added when that name is taken."""
-    name = time.strftime("%Y-%m-%d_%H-%M-%S") + (f"_{run_name}" if run_name else "")
+    """``<experiment_dir>/<timestamp>[_<run_name>]``, with ``-<k>`` after the timestamp when that name is taken (the
+    run name stays the part after the first ``_``, so it is found again exactly)."""
+    stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
+    tail = f"_{run_name}" if run_name else ""
     for attempt in range(100):
-        run_dir = os.path.join(experiment_dir, name if attempt == 0 else f"{name}-{attempt}")
+        run_dir = os.path.join(experiment_dir, f"{stamp}{tail}" if attempt == 0 else f"{stamp}-{attempt}{tail}")
         if not os.path.exists(run_dir):
             return os.path.abspath(run_dir)
-    raise FileExistsError(f"no free run directory name for {name!r} under {experiment_dir!r}")
+    raise FileExistsError(f"no free run directory name for {stamp}{tail!r} under {experiment_dir!r}")
 
 
 def find_teacher(agent: dict, log_root: str) -> str:
@@ -213,24 +299,157 @@ class ConsoleLog:
 
 
 def saved_params(run_dir: str) -> tuple[dict | None, dict | None]:
-    """(env, agent) configs a run saved in ``params/``, as plain dicts; None where a file is missing."""
+    """(env, agent) configs a run saved in ``params/``, as plain dicts; None where a file is missing. A file that is
+    not a YAML mapping is a one-line ``ValueError`` naming it."""
     from omegaconf import OmegaConf
 
-    found = []
+    found: list[dict | None] = []
     for name in ("env.yaml", "agent.yaml"):
         path = os.path.join(run_dir, "params", name)
-        found.append(OmegaConf.to_container(OmegaConf.load(path)) if os.path.isfile(path) else None)
+        if not os.path.isfile(path):
+            found.append(None)
+            continue
+        try:
+            data = OmegaConf.to_container(OmegaConf.load(path))
+        except Exception as err:  # YAML syntax, encoding, interpolation errors alike
+            raise ValueError(f"{path}: not a readable YAML file ({' '.join(str(err).split())[:200]})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a mapping of settings, found a {type(data).__name__}")
+        found.append(data)
     return found[0], found[1]
 
 
-def write_run_files(run_dir: str, env_yaml: str, agent_yaml: str, closer: contextlib.ExitStack) -> None:
-    """Rank 0's copy of the console, ``params/env.yaml`` and ``params/agent.yaml``."""
+NAME_KEYS = ("class_name", "runner_class_name", "func", "builder")
+"""Keys whose value names code to import (``module:attr``, ``module.attr`` or a bare name robolab resolves)."""
+_REFERENCE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_][\w.]*$")
+ISAACLAB_ROOTS = ("isaaclab", "isaaclab_tasks", "isaaclab_rl", "isaaclab_assets", "isaaclab_mimic", "isaaclab_contrib")
+
+
+def trusted_roots() -> set[str]:
+    """The top-level packages a run directory's files may name code from: robolab, rsl_rl, Isaac Lab, and the task
+    packages installed or listed (``robolab.tasks`` / ``isaaclab.tasks`` entry points, ``$ROBOLAB_TASK_PACKAGES``)."""
+    import importlib.metadata
+
+    from robolab.tasks.registry import ISAACLAB_TASKS_GROUP, PACKAGES_VARIABLE, TASKS_GROUP
+
+    roots = {"robolab", "rsl_rl", *ISAACLAB_ROOTS}
+    for group in (TASKS_GROUP, ISAACLAB_TASKS_GROUP):
+        roots.update(ep.value.split(":")[0].split(".")[0] for ep in importlib.metadata.entry_points(group=group))
+    roots.update(p.strip().split(".")[0] for p in os.environ.get(PACKAGES_VARIABLE, "").split(",") if p.strip())
+    return roots
+
+
+def check_saved_names(
+    data: dict | None, section: str, source: str, overridden: set[str] | frozenset[str] = frozenset()
+) -> None:
+    """Refuse a run directory's config that names code outside ``trusted_roots`` (a checkpoint is loaded with
+    ``weights_only=True``; the YAML beside it must not be a way around that). ``overridden``: the dotted keys the
+    command line sets, whose saved values are never used. One line naming the file, the key and the way out."""
+    if data is None:
+        return
+    roots = trusted_roots()
+
+    def walk(node, path: str) -> None:
+        if any(path == key or path.startswith(f"{key}.") for key in overridden):
+            return
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}.{i}")
+        elif isinstance(node, str) and (path.rsplit(".", 1)[-1] in NAME_KEYS or _REFERENCE.match(node)):
+            module = node.split(":")[0] if ":" in node else node.rsplit(".", 1)[0] if "." in node else ""
+            if module and module.split(".")[0] not in roots:
+                raise ValueError(
+                    f"{source}: {path}={node!r} names code outside robolab, rsl_rl, Isaac Lab and the installed task "
+                    f"packages; a run directory's files do not choose code to import (to use it, give {path}=... on "
+                    "the command line)"
+                )
+
+    walk(data, section)
+
+
+SESSIONS = "sessions.jsonl"
+"""One JSON line per session that trained into a run (its first start, each resume): what each one ran."""
+
+
+def write_run_files(run_dir: str, env: dict, agent: dict, session: dict, closer: contextlib.ExitStack) -> None:
+    """Rank 0's copy of the console, the run's configs and this session's record.
+
+    ``params/env.yaml`` and ``params/agent.yaml`` describe the run as it was started and are written once; a resume
+    leaves them as they are and appends its own record to ``sessions.jsonl`` (when, where, the command, the
+    iterations, and the settings it changed against ``params/``), so no session erases what an earlier one wrote.
+    """
+    from robolab.config import to_yaml
+
     console = ConsoleLog(os.path.join(run_dir, "console.log"), sys.stdout)
     sys.stdout = console
     closer.callback(_restore_stdout, console)
-    files.write_text_atomic(os.path.join(run_dir, "params", "env.yaml"), env_yaml)
-    files.write_text_atomic(os.path.join(run_dir, "params", "agent.yaml"), agent_yaml)
+    saved_env, saved_agent = _read_params(run_dir)
+    for name, saved, current in (("env", saved_env, env), ("agent", saved_agent, agent)):
+        if saved is None:
+            files.write_text_atomic(os.path.join(run_dir, "params", f"{name}.yaml"), to_yaml(current))
+        else:
+            session.setdefault("changed", {}).update(
+                {f"{name}.{k}": v for k, v in _changes(saved, _plain_data(current)).items()}
+            )
+    append_session(run_dir, session)
     print(f"[robolab] run directory: {run_dir}")
+
+
+def append_session(run_dir: str, record: dict) -> None:
+    """One line appended to ``sessions.jsonl`` (a single ``O_APPEND`` write: whole or not at all)."""
+    line = (json.dumps(record, default=str) + "\n").encode()
+    fd = os.open(os.path.join(run_dir, SESSIONS), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666 & ~files.umask())
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def session_record(plan: RunPlan, world_size: int, start: int, final: int) -> dict:
+    """What ``sessions.jsonl`` keeps of this session (``write_run_files`` adds the changed settings)."""
+    return {
+        "started": datetime.datetime.now().isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "command": sys.argv,
+        "world_size": world_size,
+        "resumed_from": plan.resume_checkpoint,
+        "start_iteration": start,
+        "final_iteration": final,
+    }
+
+
+def _read_params(run_dir: str) -> tuple[dict | None, dict | None]:
+    """The run's ``params/*.yaml`` as written (None where missing or unreadable: then it is written anew)."""
+    try:
+        return saved_params(run_dir)
+    except ValueError:
+        return None, None
+
+
+def _plain_data(config) -> dict:
+    from omegaconf import OmegaConf
+
+    from robolab.config import to_yaml
+
+    data = OmegaConf.to_container(OmegaConf.create(to_yaml(config)))
+    assert isinstance(data, dict)
+    return data
+
+
+def _changes(old: dict, new: dict, prefix: str = "") -> dict[str, list]:
+    """Dotted keys whose value differs between two nested dicts: ``{key: [old, new]}``."""
+    out: dict[str, list] = {}
+    for key in sorted(set(old) | set(new), key=str):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out.update(_changes(a, b, f"{prefix}{key}."))
+        elif a != b:
+            out[f"{prefix}{key}"] = [a, b]
+    return out
 
 
 def _restore_stdout(console: ConsoleLog) -> None:

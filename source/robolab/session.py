@@ -27,12 +27,16 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from robolab import distributed, files, runs, tasks
-from robolab.config import ConfigError, agent_dict, compose, plain, to_yaml
+from robolab.config import ConfigError, agent_dict, compose, plain, saved_agent_dict
 from robolab.distributed import DistributedContext
 from robolab.launch import DEFAULT_AGENT, TrainOptions, VideoOptions, log_writer_cfg
+from robolab.resources import check_fits
 from robolab.rsl_rl_api import VecEnv, resolve_callable
 from robolab.runners import OnPolicyRunner
 from robolab.video import TrainingVideo
+
+MAX_SEED = 2**62
+"""The largest base seed: each rank adds its rank, and torch and NumPy take 64-bit seeds."""
 
 
 # --- the three steps every program takes ------------------------------------------------------------------
@@ -50,6 +54,7 @@ class Job:
 def join(task: str, overrides: list[str], device: str | None, distributed_run: bool, agent: str = DEFAULT_AGENT) -> Job:
     """Read the rank layout, pick the device, compose the config and start the process group."""
     ctx = distributed.read_context() if distributed_run else DistributedContext()
+    distributed.end_with_launcher()
     if distributed_run and not ctx.is_distributed:
         print("[robolab] --distributed without launcher variables (torchrun, Slurm, Open MPI): running one process")
     device = distributed.resolve_device(device, ctx)
@@ -59,8 +64,8 @@ def join(task: str, overrides: list[str], device: str | None, distributed_run: b
     if int(cfg.seed) == -1:  # Isaac Lab's "random seed": drawn once, on rank 0, so every rank agrees
         cfg.seed = distributed.run_on_main(random.SystemRandom().randint, 0, 2**31 - 1)
         print(f"[robolab] seed -1: drew seed {cfg.seed} (recorded in params/agent.yaml)")
-    elif int(cfg.seed) < -1:
-        raise ConfigError(f"seed={cfg.seed}: must be >= 0, or -1 for a random seed")
+    elif not -1 <= int(cfg.seed) <= MAX_SEED:
+        raise ConfigError(f"seed={cfg.seed}: must be in [0, 2**62], or -1 for a random seed")
     distributed.check_config_consistency(plain(cfg))
     return Job(ctx, device, cfg, int(cfg.seed) + ctx.rank)
 
@@ -111,9 +116,25 @@ def check_obs_groups(env, agent: dict, task: str | None) -> None:
         )
 
 
+def check_batch(env, agent: dict, job: Job) -> None:
+    """PPO splits each rank's batch (envs x steps) into ``num_mini_batches``: more minibatches than samples would
+    make empty ones (and an update that runs for hours); one line naming both. The rollout storage must fit."""
+    batches = (agent.get("algorithm") or {}).get("num_mini_batches")
+    samples = env.num_envs * int(agent["num_steps_per_env"])
+    if isinstance(batches, int) and batches > samples:
+        raise ConfigError(
+            f"agent.algorithm.num_mini_batches={batches}: more than the {samples} samples of an iteration "
+            f"({env.num_envs} envs x agent.num_steps_per_env={agent['num_steps_per_env']}); at most {samples}"
+        )
+    # The rollout storage holds every observation group, the actions and a few scalars per sample.
+    per_sample = sum(v[0].numel() for v in env.get_observations().values()) + 3 * env.num_actions + 8
+    check_fits(4 * per_sample * samples, job.device, f"the rollout of {samples} samples", "--num_envs")
+
+
 def build_runner(env, agent: dict, job: Job, task: str | None = None):
     """The runner class ``agent["runner_class_name"]`` names, on this rank (no log directory yet)."""
     check_obs_groups(env, agent, task)
+    check_batch(env, agent, job)
     return resolve_callable(agent["runner_class_name"])(
         env,
         agent,
@@ -229,15 +250,16 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
             int(agent["max_iterations"]),
         )
         agent["max_iterations"] = runner.planned_final_iteration = schedule.final
-        # Everything is validated and loaded: from here on the run writes.
-        plan = dataclasses.replace(plan, run_dir=distributed.run_on_main(runs.create_run_dir, plan))
-        assert plan.run_dir is not None
+        # Everything is validated and loaded: from here on the run writes, in a directory this job holds.
+        run_dir = distributed.run_on_main(runs.claim_run_dir, plan, closer)
+        plan = dataclasses.replace(plan, run_dir=run_dir)
         if ctx.is_main:
             if recorder is not None:
-                recorder.directory = os.path.join(plan.run_dir, "videos", "train")
-            runner.logger.set_log_dir(plan.run_dir)
+                recorder.directory = os.path.join(run_dir, "videos", "train")
+            runner.logger.set_log_dir(run_dir)
             runner.add_git_repo_to_log(__file__)  # the git state of robolab's checkout, beside rsl_rl's
-            runs.write_run_files(plan.run_dir, to_yaml(env_params), to_yaml(agent), closer)
+            record = runs.session_record(plan, ctx.world_size, schedule.start, schedule.final)
+            runs.write_run_files(run_dir, env_params, agent, record, closer)
             if options.export_io_descriptors:
                 params_dir = os.path.join(plan.run_dir, "params")
                 tasks.kind_of(options.task).export_io_descriptors(env, params_dir)
@@ -281,9 +303,31 @@ def run_training(session: TrainingSession) -> dict:
     result = summary(runner, session.task_id, ctx, time.time() - start, start_it)
     result["stopped_early"] = runner.stopped_early
     if ctx.is_main and session.plan.run_dir is not None:
-        files.write_text_atomic(os.path.join(session.plan.run_dir, "summary.json"), json.dumps(result, indent=2) + "\n")
-        print(f"[robolab] summary: {json.dumps(result)}")
+        if result["session_iterations"] > 0:
+            write_summary(session.plan.run_dir, result)
+            print(f"[robolab] summary: {json.dumps(result)}")
+        else:  # a restart after the final checkpoint: the run's summary is the last session's, kept as it is
+            print("[robolab] nothing left to train: summary.json kept as the last session wrote it")
     return result
+
+
+def write_summary(run_dir: str, result: dict) -> None:
+    """``summary.json``: this session's figures (``iterations`` and ``total_env_steps`` count the whole run), and
+    under ``sessions`` one entry per session that trained, earlier ones kept."""
+    path = os.path.join(run_dir, "summary.json")
+    earlier: list = []
+    with contextlib.suppress(OSError, ValueError):
+        with open(path) as f:
+            previous = json.load(f)
+        if isinstance(previous, dict):
+            earlier = previous.get("sessions") or [_session_entry(previous)]
+    sessions = [*earlier, _session_entry(result)]
+    files.write_text_atomic(path, json.dumps({**result, "sessions": sessions}, indent=2) + "\n")
+
+
+def _session_entry(result: dict) -> dict:
+    keys = ("iterations", "session_iterations", "session_env_steps", "wall_s", "env_steps_per_s", "world_size")
+    return {k: result.get(k) for k in (*keys, "stopped_early")}
 
 
 @contextlib.contextmanager
@@ -292,7 +336,7 @@ def stop_on_signals(runner):
 
     def request_stop(signum, _frame):
         print(f"[robolab] received {signal.Signals(signum).name}: stopping after this iteration")
-        runner.stop_requested = True
+        runner.request_stop()
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -365,15 +409,19 @@ def prepare_policy(
     job = join(task, overrides, device, distributed_run=False, agent=agent_entry)
     agent = agent_dict(job.cfg)
     ckpt = find_checkpoint(agent)
-    saved_env, saved_agent = runs.saved_params(os.path.dirname(os.path.abspath(ckpt)))
+    params = os.path.join(os.path.dirname(os.path.abspath(ckpt)), "params")
+    saved_env, saved_agent = runs.saved_params(os.path.dirname(params))
+    # The run directory's files may not choose code to import; what the command line sets is never read from them.
+    overridden = {o.lstrip("+~").partition("=")[0] for o in overrides}
+    runs.check_saved_names(saved_agent, "agent", os.path.join(params, "agent.yaml"), overridden)
+    if tasks.kind_of(task).reads_saved_env:
+        runs.check_saved_names(saved_env, "env", os.path.join(params, "env.yaml"), overridden)
     if saved_env is not None:
         for key in ("num_envs", "seed", "device", "backend"):
             saved_env.pop(key, None)
     if saved_agent is not None:
         given = OmegaConf.from_dotlist([o for o in overrides if o.startswith("agent.")]).get("agent", {})
-        merged = OmegaConf.to_container(OmegaConf.merge(OmegaConf.create(saved_agent), given), resolve=True)
-        assert isinstance(merged, dict)
-        agent = merged
+        agent = saved_agent_dict(saved_agent, given, os.path.join(params, "agent.yaml"))
     with contextlib.ExitStack() as closer:
         video = video_for(ckpt) if video_for else None
         env_cfg = env_config(task, job, saved_env)

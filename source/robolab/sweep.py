@@ -53,16 +53,53 @@ METRICS = (
 TRAIN_MODULE = "robolab.cli.train"  # run as a module: an installed wheel has no scripts/ directory
 
 
+FORWARDED = (
+    "num_envs",
+    "max_iterations",
+    "device",
+    "run_name",
+    "experiment_name",
+    "logger",
+    "log_project_name",
+    "seed",
+    "video_length",
+    "video_interval",
+    "check_replication_every",
+    "teacher_checkpoint",
+)
+"""``train.py`` flags with a value that every sweep job gets as given."""
+FORWARDED_SWITCHES = ("headless", "video", "export_io_descriptors", "enable_cameras")
+NOT_IN_SWEEPS = ("resume", "load_run", "checkpoint")
+"""Flags a sweep refuses: each point trains a new run under its own log root (resume one with its run directory)."""
+SWEEP_ONLY = ("nproc_per_node", "jobs_per_node", "sweep_dir")
+"""Flags that only mean something with ``-m``."""
+BY_THE_SWEEP = ("task", "agent", "log_root", "distributed", "multirun", "list_tasks", "isaaclab_launcher_flags")
+"""Flags the sweep itself handles (``--log_root`` becomes each job's own log root)."""
+
+
+def check_sweep_flags(args: argparse.Namespace) -> None:
+    """A sweep flag without ``-m``, or ``-m`` with a flag a sweep cannot honour, is one line (not a silent drop)."""
+    if args.multirun:
+        for name in NOT_IN_SWEEPS:
+            if getattr(args, name) is not None:
+                raise ValueError(
+                    f"--{name}: a sweep trains a new run per point, each under its own log root; resume a point's run "
+                    "on its own (python scripts/train.py --resume <its run directory>)"
+                )
+    else:
+        for name in SWEEP_ONLY:
+            if getattr(args, name) is not None:
+                raise ValueError(f"--{name}: a sweep setting; add -m to sweep, or leave it out")
+
+
 def child_command(args: argparse.Namespace, job_overrides: list[str], log_root: str) -> list[str]:
     """The command that trains one sweep point: the sweep's own flags, the point's overrides, its own log root."""
     flags = ["--task", args.task, "--agent", args.agent, "--log_root", log_root]
-    for name in ("num_envs", "max_iterations", "device", "run_name", "experiment_name", "logger", "seed"):
-        value = getattr(args, name)
+    for name in FORWARDED:
+        value = getattr(args, name, None)
         if value is not None:
             flags += [f"--{name}", str(value)]
-    if args.check_replication_every is not None:
-        flags += ["--check_replication_every", str(args.check_replication_every)]
-    flags += [f"--{name}" for name in ("headless", "video", "export_io_descriptors") if getattr(args, name)]
+    flags += [f"--{name}" for name in FORWARDED_SWITCHES if getattr(args, name, False)]
     if args.distributed:
         nproc = gpus_per_job(args)
         launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]

@@ -102,11 +102,16 @@ def _box_meshes(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class WebViewer:
-    """A viser server showing the robots; open ``http://<host>:<port>`` in a browser."""
+    """A viser server showing the robots; open ``http://<host>:<port>`` in a browser.
 
-    def __init__(self, env, port: int = 8080, host: str = "0.0.0.0", num_shown: int = 4):
+    It listens on the loopback interface by default: the page has no login, and anyone who can reach the port can
+    watch (and, through viser's websocket, send it messages). On a remote node, ``ssh -L`` forwards it to you;
+    ``host="0.0.0.0"`` (``play.py --viewer_host 0.0.0.0``) opens it to every network the node is on."""
+
+    def __init__(self, env, port: int = 8080, host: str = "127.0.0.1", num_shown: int = 4):
         import viser
 
+        self.host = host
         self.env = env
         self.env_ids = list(range(min(num_shown, env.num_envs)))
         self.server = viser.ViserServer(host=host, port=port, verbose=False)
@@ -142,7 +147,8 @@ class WebViewer:
 
     @property
     def url(self) -> str:
-        return f"http://localhost:{self.server.get_port()}"
+        shown = "localhost" if self.host in ("127.0.0.1", "localhost", "::1") else self.host
+        return f"http://{shown}:{self.server.get_port()}"
 
     def set_terrain_visible(self, visible: bool) -> None:
         if self.terrain is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from robolab.amp.motion import MotionClip
+from robolab.amp.motion import MAX_FPS, MotionClip
 from robolab.assets import RobotCfg, RobotModel, load_robot
 from robolab.assets.go2 import LEGS
 from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
@@ -37,6 +37,22 @@ class GaitCfg:
     step_height: float = 0.08
     duration: float = 4.0
     fps: float = 50.0
+
+    def __post_init__(self) -> None:
+        if self.gait not in PHASE_OFFSETS:
+            raise ValueError(f"gait={self.gait!r}: allowed: {', '.join(PHASE_OFFSETS)}")
+        for name, ok, allowed in (
+            ("speed", abs(self.speed) <= 5.0, "a finite speed within +-5 m/s"),
+            ("period", 0.05 <= self.period <= 5.0, "in [0.05, 5] s"),
+            ("duty", 0.0 < self.duty < 1.0, "in (0, 1)"),
+            ("step_height", 0.0 <= self.step_height <= 0.3, "in [0, 0.3] m"),
+            ("duration", 0.0 < self.duration <= 600.0, "in (0, 600] s"),
+            ("fps", 1.0 <= self.fps <= MAX_FPS, f"in [1, {MAX_FPS:g}] frames per second"),
+        ):
+            if not ok:  # (NaN compares false: refused too)
+                raise ValueError(f"--{name}={getattr(self, name)}: {allowed}")
+        if self.duration * self.fps < 1:
+            raise ValueError(f"--duration={self.duration} at --fps={self.fps}: under 2 frames; a clip needs at least 2")
 
 
 @dataclass

@@ -29,9 +29,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from robolab import files
 from robolab.amp.features import amp_features
 
 REQUIRED = ("fps", "joint_names", "joint_pos", "joint_vel", "base_lin_vel", "base_ang_vel", "foot_names", "foot_pos")
+MAX_FPS = 1000.0
+"""The highest frame rate a clip may have (motion capture runs at 100-500 Hz)."""
+MAX_ARRAY_BYTES = 256 * 2**20
+"""The most a clip's arrays may take once read (hours of motion at 50 fps take a few MB): an archive's headers
+declaring more are refused before any data is inflated (a small file can inflate to gigabytes)."""
 
 
 class MotionFormatError(ValueError):
@@ -57,8 +63,12 @@ class MotionClip:
         return (self.num_frames - 1) / self.fps
 
     def save(self, path: str, joint_names: list[str], foot_names: list[str]) -> None:
+        """Write the clip to exactly ``path`` (no suffix added), whole or not at all (``robolab.files``)."""
+        files.atomic_write(path, lambda f: self._savez(f, joint_names, foot_names))
+
+    def _savez(self, f, joint_names: list[str], foot_names: list[str]) -> None:
         np.savez(
-            path,
+            f,
             fps=np.float64(self.fps),
             joint_names=np.array(joint_names),
             foot_names=np.array(foot_names),
@@ -81,10 +91,40 @@ def read_arrays(path: str) -> dict[str, np.ndarray]:
         raise FileNotFoundError(f"motion file {path!r}: no such file")
     if not zipfile.is_zipfile(path):  # np.load would call a text file "pickled data"
         raise MotionFormatError(f"motion file {path!r} is not an .npz archive (numpy.savez writes one)")
+    declared = _declared_bytes(path)
+    if declared > MAX_ARRAY_BYTES:
+        raise MotionFormatError(
+            f"motion file {path!r}: its arrays would take {declared / 2**20:.0f} MiB, over the "
+            f"{MAX_ARRAY_BYTES / 2**20:.0f} MiB a clip may take"
+        )
     try:
         return dict(np.load(path, allow_pickle=False))
     except Exception as err:  # zip, pickle and format errors alike
         raise MotionFormatError(f"motion file {path!r} is not a readable .npz ({type(err).__name__}: {err})") from None
+
+
+def _declared_bytes(path: str) -> int:
+    """The bytes an ``.npz``'s arrays take once read, from each member's ``.npy`` header (a few hundred bytes read,
+    nothing inflated beyond them) and, for a member that is not an array, its declared size."""
+    total = 0
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if not info.filename.endswith(".npy"):
+                    total += info.file_size
+                    continue
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    read_header = (
+                        np.lib.format.read_array_header_1_0
+                        if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0
+                    )
+                    shape, _, dtype = read_header(member)
+                total += int(np.prod(shape, dtype=object)) * dtype.itemsize
+    except Exception as err:  # a broken header or archive
+        raise MotionFormatError(f"motion file {path!r} is not a readable .npz ({type(err).__name__}: {err})") from None
+    return total
 
 
 def clip_from_arrays(
@@ -98,8 +138,8 @@ def clip_from_arrays(
         shown = np.array2string(np.asarray(data["fps"]), threshold=4)
         raise MotionFormatError(f"motion file {path!r}: fps must be one number (frames per second), got {shown}")
     fps = float(data["fps"])
-    if not np.isfinite(fps) or fps <= 0:
-        raise MotionFormatError(f"motion file {path!r}: fps={fps} must be a positive frame rate")
+    if not (np.isfinite(fps) and 0 < fps <= MAX_FPS):
+        raise MotionFormatError(f"motion file {path!r}: fps={fps} must be a frame rate in (0, {MAX_FPS:g}]")
     for names in ("joint_names", "foot_names"):
         if np.ndim(data[names]) != 1:
             raise MotionFormatError(

@@ -46,6 +46,7 @@ class RobotModel:
 def load_robot(cfg: RobotCfg, timestep: float = 0.005, terrain: TerrainMap | None = None) -> RobotModel:
     """Compile the robot with robolab's sensors: net contact force per body, joint torques, foot positions; on a
     generated ``terrain`` (a height field in place of the floor plane) when one is given."""
+    _check_values(cfg)
     spec = _load_spec(cfg)
     if terrain is not None:
         replace_floor(spec, terrain)
@@ -103,6 +104,17 @@ def name_unnamed_bodies(spec: mujoco.MjSpec) -> None:
         parent = body.parent.name
         body.name = f"{parent}_body{counts.get(parent, 0)}"
         counts[parent] = counts.get(parent, 0) + 1
+
+
+def _check_values(cfg: RobotCfg) -> None:
+    """The robot's numbers: a start above the floor, PD gains and torque limits that are not negative."""
+    if not cfg.init_base_height > 0:
+        raise ValueError(f"robot.init_base_height={cfg.init_base_height}: must be > 0 m (the base starts above ground)")
+    for key in ("stiffness", "damping"):
+        if not getattr(cfg, key) >= 0:
+            raise ValueError(f"robot.{key}={getattr(cfg, key)}: a PD gain must be >= 0")
+    if not all(limit > 0 for limit in cfg.torque_limits):
+        raise ValueError(f"robot.torque_limits={list(cfg.torque_limits)}: every limit must be > 0 N m")
 
 
 def _check_names(spec: mujoco.MjSpec, cfg: RobotCfg) -> None:

@@ -7,12 +7,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import math
 import os
 import sys
 from collections.abc import Callable
 
-from robolab import distributed, runs, tasks
+from robolab import distributed, files, runs, tasks
 from robolab.config import is_number
 
 # What a bad input, a bad file or a full or read-only disk raises (robolab's own errors are ValueErrors).
@@ -29,9 +31,73 @@ def one_line_errors(program: Callable[[], object], extra: tuple[type[BaseExcepti
         message = " ".join(str(err).split()) or type(err).__name__
         print(f"error: {message}", file=sys.stderr)
         return 2
+    except (MemoryError, RuntimeError) as err:  # torch reports a failed allocation as a RuntimeError
+        message = out_of_memory(err) or distributed.lost_peer(err)
+        if message is None or os.environ.get("ROBOLAB_DEBUG"):
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 2
     finally:
-        distributed.shutdown()
+        with contextlib.suppress(RuntimeError):  # a group whose peers are gone cannot be torn down cleanly
+            distributed.shutdown()
     return 0
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, whose errors (a missing or malformed flag value) are ``ValueError``s: one line and exit code
+    2 through ``one_line_errors``, as every other bad input, instead of argparse's usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise ValueError(f"{self.prog}: {message}")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: must be an integer >= 1")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be an integer >= 0")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text}: must be a finite number > 0")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse type: a finite number >= 0."""
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text}: must be a finite number >= 0")
+    return value
+
+
+def port(text: str) -> int:
+    """An argparse type: a TCP port, 1-65535."""
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text}: a TCP port is in 1-65535")
+    return value
+
+
+def out_of_memory(err: BaseException) -> str | None:
+    """The one line for a failed allocation (NumPy's ``MemoryError``, torch's CPU or CUDA allocator), else None."""
+    text = " ".join(str(err).split())
+    if not (isinstance(err, MemoryError) or "can't allocate memory" in text or "out of memory" in text.lower()):
+        return None
+    detail = text.split("DefaultCPUAllocator: ")[-1][:160] or "an allocation failed"
+    return f"out of memory ({detail}): fewer envs per process (--num_envs), or a smaller setting"
 
 
 def check_unknown(parser: argparse.ArgumentParser, rest: list[str]) -> list[str]:
@@ -82,7 +148,7 @@ def parser_with_isaaclab_launch_flags(**kwargs) -> argparse.ArgumentParser:
 
         launcher = argparse.ArgumentParser(add_help=False)
         add_launcher_args(launcher)
-    p = argparse.ArgumentParser(parents=[launcher] if launcher else [], conflict_handler="resolve", **kwargs)
+    p = ArgumentParser(parents=[launcher] if launcher else [], conflict_handler="resolve", **kwargs)
     flags = {a.dest: a.default for a in launcher._actions if a.option_strings} if launcher else {}
     p.set_defaults(isaaclab_launcher_flags={k: v for k, v in flags.items() if k not in ("help", "device")})
     return p
@@ -143,6 +209,7 @@ def checkpoint_finder(args: argparse.Namespace):
 
     def find(agent: dict) -> str:
         experiment = args.experiment_name or agent["experiment_name"]
+        files.check_dir_name("--experiment_name", experiment)
         return runs.select_checkpoint(os.path.join(args.log_root, experiment), args.load_run, args.checkpoint)
 
     return find

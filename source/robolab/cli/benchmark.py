@@ -9,17 +9,19 @@ import sys
 
 from robolab import distributed
 from robolab.benchmarking import benchmark, scaling
-from robolab.cli import one_line_errors
+from robolab.cli import ArgumentParser, one_line_errors, positive_int
 from robolab.files import write_text_atomic
 from robolab.launch import DEFAULT_TASK
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="Benchmark physics, rollout and training throughput (JSON output).")
+    p = ArgumentParser(description="Benchmark physics, rollout and training throughput (JSON output).")
     p.add_argument("--task", default=DEFAULT_TASK)
-    p.add_argument("--num_envs", type=int, default=1024, help="envs per process")
-    p.add_argument("--physics_steps", type=int, default=100, help="control steps timed for physics and rollout")
-    p.add_argument("--iterations", type=int, default=5, help="training iterations timed (after one warm-up)")
+    p.add_argument("--num_envs", type=positive_int, default=1024, help="envs per process")
+    p.add_argument(
+        "--physics_steps", type=positive_int, default=100, help="control steps timed for physics and rollout"
+    )
+    p.add_argument("--iterations", type=positive_int, default=5, help="training iterations timed (after one warm-up)")
     p.add_argument("--device", default=None)
     p.add_argument("--distributed", action="store_true")
     p.add_argument("--scaling", default=None, help="comma-separated world sizes, e.g. 1,2: run each under torchrun")

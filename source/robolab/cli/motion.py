@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
+import os
 
 import numpy as np
 
-from robolab.amp.motion import MotionClip, MotionFormatError, clip_from_arrays, load_clip, read_arrays
+from robolab.amp.motion import MAX_FPS, MotionClip, clip_from_arrays, load_clip, read_arrays
+from robolab.cli import ArgumentParser, one_line_errors, positive_float
 from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 
 
@@ -27,7 +27,8 @@ def _generate(args) -> dict:
     clip = generate_clip(cfg)
     robot = go2_robot_cfg()
     clip.save(args.output, robot.joint_names, robot.foot_bodies)
-    return {"written": args.output, "frames": clip.num_frames, "fps": clip.fps, "duration_s": clip.duration}
+    written = os.path.abspath(args.output)
+    return {"written": written, "frames": clip.num_frames, "fps": clip.fps, "duration_s": clip.duration}
 
 
 def _inspect(args) -> dict:
@@ -49,11 +50,20 @@ def _convert(args) -> dict:
     """Resample to another frame rate and/or rename joints (``--rename old=new``) into the robot's order."""
     robot = go2_robot_cfg()
     data = read_arrays(args.file)
+    bad = [pair for pair in args.rename if pair.count("=") != 1 or not all(pair.split("="))]
+    if bad:
+        raise ValueError(f"--rename {bad[0]}: expected OLD=NEW (a joint name of the clip, then the robot's)")
     renames = dict(pair.split("=", 1) for pair in args.rename)
     data["joint_names"] = np.array([renames.get(str(n), str(n)) for n in data.get("joint_names", [])])
     clip = clip_from_arrays(data, args.file, robot.joint_names, robot.foot_bodies)
-    if args.fps:
+    if args.fps is not None:
+        if not args.fps <= MAX_FPS:
+            raise ValueError(f"--fps={args.fps}: at most {MAX_FPS:g} frames per second")
         times = np.arange(0.0, clip.duration + 1e-9, 1.0 / args.fps)
+        if len(times) < 2:
+            raise ValueError(
+                f"--fps={args.fps}: makes {len(times)} frame of the clip's {clip.duration:g} s; a clip needs at least 2"
+            )
         src = np.arange(clip.num_frames) / clip.fps
         interp = lambda a: np.stack(
             [np.interp(times, src, col) for col in a.reshape(a.shape[0], -1).T], axis=-1
@@ -68,33 +78,37 @@ def _convert(args) -> dict:
             interp(clip.foot_pos),
         )
     clip.save(args.output, robot.joint_names, robot.foot_bodies)
-    return {"written": args.output, "frames": clip.num_frames, "fps": clip.fps}
+    return {"written": os.path.abspath(args.output), "frames": clip.num_frames, "fps": clip.fps}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="AMP reference clips (format: see robolab.amp.motion).")
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(description="AMP reference clips (format: see robolab.amp.motion).")
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="a scripted trot or pace for the built-in Go2-class robot")
     g.add_argument("--gait", default="trot", choices=["trot", "pace"])
-    g.add_argument("--speed", type=float, default=0.6)
-    g.add_argument("--period", type=float, default=0.5)
-    g.add_argument("--duty", type=float, default=0.5)
-    g.add_argument("--step_height", type=float, default=0.08)
-    g.add_argument("--duration", type=float, default=4.0)
-    g.add_argument("--fps", type=float, default=50.0)
-    g.add_argument("--output", required=True)
+    g.add_argument("--speed", type=float, default=0.6, help="forward speed (m/s)")
+    g.add_argument("--period", type=float, default=0.5, help="gait cycle (s)")
+    g.add_argument("--duty", type=float, default=0.5, help="share of the cycle a foot is down")
+    g.add_argument("--step_height", type=float, default=0.08, help="m")
+    g.add_argument("--duration", type=float, default=4.0, help="s")
+    g.add_argument("--fps", type=float, default=50.0, help="frames per second")
+    g.add_argument("--output", required=True, help="the .npz file to write (exactly this path)")
     i = sub.add_parser("inspect", help="validate a clip and print its figures")
     i.add_argument("file")
     c = sub.add_parser("convert", help="resample and/or rename joints into the robot's order")
     c.add_argument("file")
-    c.add_argument("--output", required=True)
-    c.add_argument("--fps", type=float, default=None)
+    c.add_argument("--output", required=True, help="the .npz file to write (exactly this path)")
+    c.add_argument("--fps", type=positive_float, default=None, help=f"resample to this rate (at most {MAX_FPS:g})")
     c.add_argument("--rename", nargs="*", default=[], metavar="OLD=NEW")
-    args = p.parse_args(argv)
-    try:
-        result = {"generate": _generate, "inspect": _inspect, "convert": _convert}[args.command](args)
-    except (MotionFormatError, FileNotFoundError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    return p
+
+
+def motion(argv: list[str] | None = None) -> dict:
+    args = build_parser().parse_args(argv)
+    result = {"generate": _generate, "inspect": _inspect, "convert": _convert}[args.command](args)
     print(json.dumps(result, indent=2))
-    return 0
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    return one_line_errors(lambda: motion(argv))

@@ -16,6 +16,9 @@ from robolab.cli import (
     open_policy,
     parse_policy_flags,
     parser_with_isaaclab_launch_flags,
+    port,
+    positive_float,
+    positive_int,
 )
 from robolab.config import ConfigError
 from robolab.launch import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions
@@ -33,13 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_checkpoint_selection(p, DEFAULT_LOG_ROOT).add_argument("--run", dest="load_run", help="same as --load_run")
     p.add_argument("--num_envs", type=int, default=64)
     p.add_argument(
-        "--steps", type=int, default=None, help="control steps (default: one episode; --viewer: until Ctrl-C)"
+        "--steps", type=positive_int, default=None, help="control steps (default: one episode; --viewer: until Ctrl-C)"
     )
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
     p.add_argument("--real-time", "--real_time", dest="real_time", action="store_true", help="run at the control rate")
     p.add_argument("--video", action="store_true", help="record a clip to <run>/videos/play/")
-    p.add_argument("--video_length", type=int, default=250, help="env steps to record")
+    p.add_argument("--video_length", type=positive_int, default=250, help="env steps to record")
     p.add_argument(
         "--viewer",
         nargs="?",
@@ -48,15 +51,23 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "native", "web"),
         help="watch live: MuJoCo's window (native), a web page (web; for headless nodes), auto: native with a display",
     )
-    p.add_argument("--viewer_port", type=int, default=8080, help="web viewer: the HTTP port")
-    p.add_argument("--viewer_envs", type=int, default=4, help="web viewer: how many envs to show")
+    p.add_argument("--viewer_port", type=port, default=8080, help="web viewer: the HTTP port")
+    p.add_argument(
+        "--viewer_host",
+        default="127.0.0.1",
+        help="web viewer: the address it listens on (default: this machine only; 0.0.0.0 lets anyone who can reach "
+        "the node watch, with no login)",
+    )
+    p.add_argument("--viewer_envs", type=positive_int, default=4, help="web viewer: how many envs to show")
     p.add_argument("--no_export", action="store_true", help="skip writing exported/policy.onnx and policy.pt")
     p.add_argument(
         "--terrain_eval",
         action="store_true",
         help="judge the policy on the fixed evaluation terrain: success, falls and tracking error per type and level",
     )
-    p.add_argument("--terrain_eval_speed", type=float, default=1.0, help="--terrain_eval: the forward command (m/s)")
+    p.add_argument(
+        "--terrain_eval_speed", type=positive_float, default=1.0, help="--terrain_eval: the forward command (m/s)"
+    )
     add_window_flags(p)
     return p
 
@@ -103,12 +114,18 @@ def _watch(env, policy, kind: str, args: argparse.Namespace, steps: int | None) 
     if kind == "native":
         shown = viewer.NativeViewer(env)
     else:
-        shown = viewer.WebViewer(env, args.viewer_port, num_shown=args.viewer_envs)
+        shown = viewer.WebViewer(env, args.viewer_port, host=args.viewer_host, num_shown=args.viewer_envs)
         print(
             f"[robolab] web viewer: {shown.url} (on a remote node: ssh -L {args.viewer_port}:localhost:"
             f"{args.viewer_port} <node>, then open http://localhost:{args.viewer_port})",
             flush=True,
         )
+        if args.viewer_host not in ("127.0.0.1", "localhost", "::1"):
+            print(
+                f"[robolab] the viewer listens on {args.viewer_host}: anyone who can reach port {args.viewer_port} "
+                "can open it (no login)",
+                flush=True,
+            )
     try:
         result = evaluation.evaluate(
             env, policy, steps, real_time=True, on_step=lambda e, errors: shown.update(e.commands, errors)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
+
+from robolab.cli import ArgumentParser, positive_int
+from robolab.files import atomic_write
 
 CURVES = {
     "Metrics/lin_vel_tracking_error": "lin-vel tracking error (m/s)",
@@ -58,10 +60,10 @@ def smooth(values: list[float], window: int) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__)
+    p = ArgumentParser(description=__doc__)
     p.add_argument("run_dir")
     p.add_argument("--output", default=None, help="PNG path (default: <run_dir>/learning_curve.png)")
-    p.add_argument("--window", type=int, default=10, help="moving-average window (iterations)")
+    p.add_argument("--window", type=positive_int, default=10, help="moving-average window (iterations)")
     p.add_argument("--title", default=None)
     p.add_argument("--tags", nargs="*", default=list(CURVES), help="TensorBoard scalar tags to plot")
     p.add_argument("--start_time", type=float, default=None, help="Unix time the job started (default: first event)")
@@ -99,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     fig.suptitle(args.title or os.path.basename(os.path.normpath(args.run_dir)))
     fig.tight_layout()
     output = args.output or os.path.join(args.run_dir, "learning_curve.png")
-    fig.savefig(output, dpi=110)
+    atomic_write(output, lambda f: fig.savefig(f, dpi=110, format="png"))
     last = {tag: scalars[tag][-1][2] for tag in curves}
     max_error, max_fall_rate = args.walk
     walk = time_to_walk(scalars, max_error, max_fall_rate, args.window) if "Metrics/fall_rate" in scalars else None

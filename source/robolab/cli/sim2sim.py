@@ -17,26 +17,33 @@ import os
 import sys
 
 from robolab import evaluation, files, sim2sim, tasks
-from robolab.cli import add_checkpoint_selection, checkpoint_finder, one_line_errors, parse_policy_flags
+from robolab.cli import (
+    ArgumentParser,
+    add_checkpoint_selection,
+    checkpoint_finder,
+    one_line_errors,
+    parse_policy_flags,
+    positive_int,
+)
 from robolab.launch import DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions
 from robolab.session import env_config, join, open_env, prepare_policy
 from robolab.video import check_renderer
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="Judge a trained policy in another simulator's env (Sim2Sim).")
+    p = ArgumentParser(description="Judge a trained policy in another simulator's env (Sim2Sim).")
     p.add_argument("--task", default=DEFAULT_TASK, help="the task the checkpoint was trained on")
     p.add_argument("--target", required=True, help="the task whose env judges it (another simulator)")
     add_checkpoint_selection(p, DEFAULT_LOG_ROOT)
     p.add_argument("--num_envs", type=int, default=64)
-    p.add_argument("--steps", type=int, default=None, help="control steps in each env (default: one episode)")
+    p.add_argument("--steps", type=positive_int, default=None, help="control steps in each env (default: one episode)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
     p.add_argument("--output", default=None, help="the JSON file (default: <run>/sim2sim/<target>.json)")
     p.add_argument(
         "--video", action="store_true", help="record env 0 in both simulators (<run>/sim2sim/videos/<side>_<task>/)"
     )
-    p.add_argument("--video_length", type=int, default=250, help="control steps to record in each")
+    p.add_argument("--video_length", type=positive_int, default=250, help="control steps to record in each")
     return p
 
 

@@ -16,18 +16,27 @@ import sys
 import torch
 
 from robolab import checkpoint, evaluation
-from robolab.cli import add_checkpoint_selection, one_line_errors, open_policy, parse_policy_flags
+from robolab.cli import (
+    ArgumentParser,
+    add_checkpoint_selection,
+    non_negative_float,
+    one_line_errors,
+    open_policy,
+    parse_policy_flags,
+)
 from robolab.files import write_text_atomic
 from robolab.launch import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="Time from launch to the first checkpoint that walks (JSON output).")
+    p = ArgumentParser(description="Time from launch to the first checkpoint that walks (JSON output).")
     p.add_argument("--task", default=DEFAULT_TASK)
     p.add_argument("--agent", default=DEFAULT_AGENT, help="the task's agent config entry point")
     add_checkpoint_selection(p, DEFAULT_LOG_ROOT)
     p.add_argument("--launched_at", type=float, required=True, help="unix time the training was launched")
-    p.add_argument("--max_error", type=float, default=0.25, help="walks: tracking error at most this (m/s)")
+    p.add_argument(
+        "--max_error", type=non_negative_float, default=0.25, help="walks: tracking error at most this (m/s)"
+    )
     p.add_argument("--max_fall_rate", type=float, default=0.05, help="walks: share of envs that fell at most this")
     p.add_argument("--num_envs", type=int, default=1024)
     p.add_argument("--seed", type=int, default=0)

@@ -18,6 +18,7 @@ from robolab.cli import (
     one_line_errors,
     parse,
     parser_with_isaaclab_launch_flags,
+    positive_int,
 )
 from robolab.launch import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, LOGGERS, TrainOptions
 from robolab.session import prepare_training, run_training
@@ -89,13 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("-m", "--multirun", action="store_true", help="sweep over comma-separated override values")
     sweep.add_argument(
         "--nproc_per_node",
-        type=int,
+        type=positive_int,
         default=None,
         help="processes per sweep job with --distributed (default: visible GPUs, else 1)",
     )
     sweep.add_argument(
         "--jobs_per_node",
-        type=int,
+        type=positive_int,
         default=None,
         help="sweep jobs run side by side, each on its own GPUs (default: visible GPUs / GPUs per job; 1 on a CPU)",
     )
@@ -117,6 +118,9 @@ def train(argv: list[str] | None = None) -> dict | None:
             print(f"{task_id:40s} {tasks.description(task_id)}{more}")
         return None
     args.isaaclab_launcher = isaaclab_launcher_args(args)
+    from robolab.sweep import check_sweep_flags
+
+    check_sweep_flags(args)
     if args.multirun:
         from robolab.sweep import run_sweep
 

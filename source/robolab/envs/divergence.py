@@ -47,11 +47,28 @@ def likely_culprits(cfg) -> str:
     return "likely " + "; ".join(changed)
 
 
+def check_bounds(cfg) -> None:
+    """The bounds are positive, ``stop_fraction`` a share in (0, 1], ``check_every`` at least one step (a bound of 0
+    would call every env diverged)."""
+    for name in ("max_base_lin_vel", "max_base_ang_vel", "max_joint_vel", "max_joint_acc", "max_base_distance"):
+        if not getattr(cfg, name) > 0:
+            raise ValueError(
+                f"env.divergence.{name}={getattr(cfg, name)}: must be > 0 (a bound no healthy env reaches)"
+            )
+    if not cfg.joint_limit_margin >= 0:
+        raise ValueError(f"env.divergence.joint_limit_margin={cfg.joint_limit_margin}: must be >= 0 (rad)")
+    if not 0 < cfg.stop_fraction <= 1:
+        raise ValueError(f"env.divergence.stop_fraction={cfg.stop_fraction}: must be a share in (0, 1]")
+    if not cfg.check_every >= 1:
+        raise ValueError(f"env.divergence.check_every={cfg.check_every}: must be >= 1 control step")
+
+
 class DivergenceGuard:
     """Bounds per step, counts on the device (no host synchronisation per step), one check per window."""
 
     def __init__(self, env):
         self.env, self.cfg = env, env.cfg.divergence
+        check_bounds(self.cfg)
         dev = env.device
         self.non_finite_total = torch.zeros((), dtype=torch.long, device=dev)
         self.diverged_total = torch.zeros((), dtype=torch.long, device=dev)  # non-finite ones included

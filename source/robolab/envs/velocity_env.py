@@ -105,6 +105,7 @@ class VelocityEnv(VecEnv):
         self._refresh_state()  # the model's initial state, which curricula read at the first reset
         self._reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
         self._refresh_state()
+        self._check_interval_events()
         self.prev_joint_vel = self.state.joint_vel
         self._check_term_outputs()
         self.observation_groups = ObservationGroups(self, _groups_with_amp(cfg))
@@ -251,6 +252,15 @@ class VelocityEnv(VecEnv):
         if not (isinstance(command, torch.Tensor) and command.shape == (self.num_envs, 3)):
             raise TermError(f"env.commands.{name}: a velocity command keeps `command` as a (num_envs, 3) tensor")
         return term
+
+    def _check_interval_events(self) -> None:
+        """Fire each interval event once for no env, so that its parameters are checked before any work (it would
+        first fire seconds into training); the draws it makes are undone (the seed's stream stays the same)."""
+        state = self.generator.get_state()
+        nobody = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        for event in self.events["interval"]:
+            guarded(event.key, event.call, self, nobody)
+        self.generator.set_state(state)
 
     def _check_term_outputs(self) -> None:
         """Each reward and termination term's first value has the shape and dtype of its kind."""
@@ -400,12 +410,28 @@ def _any(masks: list[torch.Tensor], also: torch.Tensor | None, like: torch.Tenso
     return out
 
 
+MAX_SIM_DT = 0.1
+"""The longest physics step the env takes (s): the README's ``env.sim_dt=0.1`` stops as diverged; longer is no
+simulation of a legged robot."""
+
+
 def _check_settings(cfg: VelocityEnvCfg) -> None:
     """The env's own settings (each term checks its own), before anything is built."""
     if cfg.num_envs <= 0:
         raise ValueError(f"num_envs={cfg.num_envs}: must be a positive integer")
     if cfg.decimation <= 0 or not (math.isfinite(cfg.sim_dt) and cfg.sim_dt > 0):
         raise ValueError(f"env.decimation={cfg.decimation}, env.sim_dt={cfg.sim_dt}: both must be positive")
+    if cfg.sim_dt > MAX_SIM_DT:
+        raise ValueError(f"env.sim_dt={cfg.sim_dt}: at most {MAX_SIM_DT} s a physics step (MuJoCo's default is 0.002)")
+    if not (math.isfinite(cfg.episode_length_s) and cfg.episode_length_s >= cfg.step_dt):
+        raise ValueError(
+            f"env.episode_length_s={cfg.episode_length_s}: must be at least one control step "
+            f"(env.sim_dt x env.decimation = {cfg.step_dt:g} s)"
+        )
+    if not cfg.clip_actions > 0:
+        raise ValueError(f"env.clip_actions={cfg.clip_actions}: must be > 0 (actions are clamped to +-clip_actions)")
+    if not cfg.contact_force_threshold >= 0:
+        raise ValueError(f"env.contact_force_threshold={cfg.contact_force_threshold}: must be >= 0 N")
     if cfg.amp_terms:
         from robolab.amp.features import check_terms
 

@@ -26,6 +26,15 @@ from robolab.rsl_rl_api import OnPolicyRunner as RslRlOnPolicyRunner
 from robolab.rsl_rl_api import VecEnv, resolve_callable
 from robolab.runners.logger import IterationRecord, TrainingLogger
 
+STOP_GRACE_S = 2.0
+"""After a stop request, how long the iteration under way may run on before it is abandoned."""
+STOP_CHECK_EVERY = 16
+"""With several ranks, stop points agree collectively once every this many (one all-reduce of a flag each)."""
+
+
+class Interrupted(Exception):
+    """A stop request that came while an iteration was under way, and outlasted ``STOP_GRACE_S``."""
+
 
 class OnPolicyRunner(RslRlOnPolicyRunner):
     def __init__(
@@ -55,7 +64,11 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         self.logger = TrainingLogger(log_dir if ctx.is_main else None, self.cfg, env.cfg, env.num_envs, ctx, device)
         self.current_learning_iteration = 0
         self.stop_requested = False
-        """Set (by a signal handler) to end training after the current iteration, with a checkpoint."""
+        """Set (by a signal handler, through ``request_stop``) to end training after the current iteration, with a
+        checkpoint; an iteration still under way ``STOP_GRACE_S`` later is abandoned (``Interrupted``)."""
+        self.stop_requested_at: float | None = None
+        self._stop_points = 0
+        self._stop_hooks: list = []
         self.stopped_early = False
         self.planned_final_iteration: int | None = None
         """The iteration count the run plans to reach; saved in checkpoints so a restarted job keeps it."""
@@ -73,6 +86,49 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             )
         return {"global_rank": ctx.rank, "local_rank": ctx.local_rank, "world_size": ctx.world_size}
 
+    # --- stopping -----------------------------------------------------------------------------------------
+    def request_stop(self) -> None:
+        """End training after the iteration under way (signal handlers call this). An iteration that has not ended
+        ``STOP_GRACE_S`` later (a long update, a slow env) is abandoned at the next env or optimiser step, the
+        models restored to the last complete iteration, which is what gets saved."""
+        if not self.stop_requested:
+            self.stop_requested, self.stop_requested_at = True, time.monotonic()
+
+    def _stop_point(self) -> None:
+        """Raise ``Interrupted`` if a stop was requested long enough ago; called at every env and optimiser step.
+
+        With several ranks the decision is collective (every ``STOP_CHECK_EVERY`` calls, which every rank makes
+        alike), so all ranks abandon the same step; one process checks its own flag each call."""
+        self._stop_points += 1
+        late = self.stop_requested_at is not None and time.monotonic() - self.stop_requested_at > STOP_GRACE_S
+        if self.is_distributed:
+            if self._stop_points % STOP_CHECK_EVERY or not distributed.any_rank(late):
+                return
+        elif not late:
+            return
+        raise Interrupted
+
+    def _hook_optimizers(self) -> None:
+        """A stop point before every optimiser step of the algorithm (PPO, the AMP discriminator, distillation)."""
+        if self._stop_hooks:
+            return
+        for optimizer in self.alg.synced_optimizers().values():
+            self._stop_hooks.append(optimizer.register_step_pre_hook(lambda *_: self._stop_point()))
+
+    def _abandon(self, it: int, start_it: int) -> None:
+        """Iteration ``it`` was cut short: the state after ``it - 1`` is the run's, saved unless it already is."""
+        self.current_learning_iteration = it - 1
+        self.stopped_early = True
+        last = it - 1
+        if last >= start_it and last % self.cfg["save_interval"] != 0:
+            self._save_iteration(last)
+        print(
+            f"[robolab] rank {self.gpu_global_rank}: iteration {it} abandoned (stop requested); model_{last}.pt is "
+            "the last complete iteration"
+            if last >= 0
+            else f"[robolab] rank {self.gpu_global_rank}: stopped during the first iteration; nothing trained to save"
+        )
+
     # --- the training loop -------------------------------------------------------------------------------
     def learn(self, num_learning_iterations: int, init_at_random_ep_len: bool = False) -> None:
         """Train ``num_learning_iterations`` iterations, or fewer when a stop is requested (``stopped_early``)."""
@@ -85,12 +141,21 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         if self.is_distributed:  # every rank starts from rank 0's models
             self.alg.broadcast_parameters()
         self.logger.init_logging_writer()
+        self._hook_optimizers()
         start_it = self.current_learning_iteration
         total_it = start_it + num_learning_iterations
         for it in range(start_it, total_it):
-            obs, collect_s = self._collect(obs)
-            start = time.time()
-            losses = self.alg.update()
+            before_update = None
+            try:
+                obs, collect_s = self._collect(obs)
+                before_update = self.alg.snapshot()
+                start = time.time()
+                losses = self.alg.update()
+            except Interrupted:
+                if before_update is not None:
+                    self.alg.restore(before_update)
+                self._abandon(it, start_it)
+                break
             learn_s = time.time() - start
             self.current_learning_iteration = it
             stats = self.logger.global_statistics()
@@ -127,6 +192,7 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         with torch.inference_mode():
             nan_watch = NanWatch() if self.cfg.get("check_for_nan", True) else None
             for _ in range(self.cfg["num_steps_per_env"]):
+                self._stop_point()
                 actions = self.alg.act(obs)
                 obs, rewards, dones, extras = self.env.step(actions.to(self.env.device))
                 if nan_watch is not None:

@@ -26,6 +26,8 @@ class TaskKind:
     """Takes Isaac Lab's launcher flags (``--visualizer``, ``--kit_args`` ...)."""
     own_video_recorder = False
     """Records ``--video`` through the env's own recorder (given to ``open_env``) instead of robolab's wrapper."""
+    reads_saved_env = True
+    """``play.py`` builds the env from the run's ``params/env.yaml`` (``env_config``'s ``saved``)."""
     eval_overrides: tuple[str, ...] = ("env.observations.policy.enable_corruption=false", "env.events.push_robot=null")
     """Evaluation conditions, Isaac Lab's play settings in the spelling robolab's and Isaac Lab's velocity tasks share:
     no observation noise, no pushes (the push event removed where the task has one)."""
@@ -133,6 +135,7 @@ class IsaacLabTask(TaskKind):
     name = "isaaclab"
     launcher_flags = True
     own_video_recorder = True
+    reads_saved_env = False
     viewer = False
     amp_hint = "robolab.tasks.isaaclab.env_cfgs.add_amp_group adds robolab's AMP state to an Isaac Lab env config"
 

@@ -59,6 +59,10 @@ class TerrainMap:
         return -half_x, half_x, -half_y, half_y
 
 
+MAX_SAMPLES = 2e7
+"""The most height samples a terrain may have: the default grid has 1.4 million; 2e7 take 80 MB per copy."""
+
+
 def check_terrain(cfg: TerrainCfg) -> None:
     """The grid's own settings (each type's parameters are checked when its tiles are made)."""
     for key in ("num_rows", "num_cols"):
@@ -79,6 +83,13 @@ def check_terrain(cfg: TerrainCfg) -> None:
         raise ValueError(f"env.terrain.tile_size={size}: a tile needs at least 4 samples of horizontal_scale={h}")
     if cfg.border_width < 0:
         raise ValueError(f"env.terrain.border_width={cfg.border_width}: must be >= 0")
+    samples = (cfg.num_rows * size[0] + 2 * cfg.border_width) * (cfg.num_cols * size[1] + 2 * cfg.border_width) / h**2
+    if samples > MAX_SAMPLES:
+        raise ValueError(
+            f"env.terrain: {cfg.num_rows} x {cfg.num_cols} tiles of {size} m at {h} m make {samples:.3g} height "
+            f"samples, over the {MAX_SAMPLES:.0e} a terrain may have (each physics variant holds a copy): fewer or "
+            "smaller tiles, or a coarser env.terrain.horizontal_scale"
+        )
     if not isinstance(cfg.max_init_level, int) or cfg.max_init_level < 0:
         raise ValueError(f"env.terrain.max_init_level={cfg.max_init_level!r}: must be an integer >= 0")
     if not cfg.types:

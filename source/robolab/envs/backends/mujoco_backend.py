@@ -21,6 +21,11 @@ from mujoco import rollout
 from robolab.assets import RobotModel
 from robolab.envs.backends.base import PhysicsBackend, variant_blocks
 from robolab.envs.backends.rays import check_max_distance, static_scene_data
+from robolab.resources import check_fits
+
+MAX_THREADS = 1024
+"""The most physics threads a process may ask for (each holds an ``MjData``; the largest nodes have a few hundred
+cores)."""
 
 
 def usable_cores() -> int:
@@ -41,8 +46,16 @@ class MujocoBackend(PhysicsBackend):
         self.device = torch.device(device)
         model = robot.model
         self.num_threads = usable_cores() if num_threads is None else num_threads
-        if self.num_threads < 0:
-            raise ValueError(f"env.backend.num_threads={num_threads}: must be >= 0 (0 = calling thread only)")
+        if not 0 <= self.num_threads <= MAX_THREADS:
+            raise ValueError(
+                f"env.backend.num_threads={num_threads}: must be in [0, {MAX_THREADS}] (0 = calling thread only; "
+                f"this machine has {usable_cores()} cores)"
+            )
+        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS.value
+        nstate = mujoco.mj_stateSize(model, spec)
+        # A lower bound of what the envs' arrays take (state in and out, controls, sensors, one model per env).
+        per_env = 8 * (3 * nstate + model.nu + model.nsensordata + 2)
+        check_fits(num_envs * per_env, "cpu", f"{num_envs} envs of MuJoCo C", "--num_envs (env.num_envs)")
         self.num_variants, variant = variant_blocks(num_envs, num_variants)
         self._variants = [copy.copy(model) for _ in range(self.num_variants)]
         self.variant_of_env = torch.as_tensor(variant, device=self.device)
@@ -51,8 +64,7 @@ class MujocoBackend(PhysicsBackend):
         self._pool = rollout.Rollout(nthread=self.num_threads)
         self._nominal_base_mass = float(model.body_mass[robot.base_body_id])
 
-        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS.value
-        self._nstate = mujoco.mj_stateSize(model, spec)
+        self._nstate = nstate
         self._qpos_slice = slice(1, 1 + model.nq)  # state rows: time, qpos, qvel, act, ...
         self._qvel_slice = slice(1 + model.nq, 1 + model.nq + model.nv)
         data = mujoco.MjData(model)

@@ -37,6 +37,8 @@ class UniformVelocityCommand:
             raise ValueError(f"resampling_time_s={resampling_time_s}: must be > 0")
         if not 0.0 <= standing_fraction <= 1.0:
             raise ValueError(f"standing_fraction={standing_fraction}: must be in [0, 1]")
+        if not heading_stiffness >= 0:
+            raise ValueError(f"heading_stiffness={heading_stiffness}: must be >= 0 (a gain towards the heading)")
         self.env = env
         self.resampling_time_s, self.standing_fraction = resampling_time_s, standing_fraction
         self.heading_command, self.heading_stiffness = heading_command, heading_stiffness

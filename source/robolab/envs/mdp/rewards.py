@@ -9,12 +9,19 @@ from robolab.envs.mdp import kernels
 
 def track_lin_vel_xy_exp(env, std: float, command_name: str = "base_velocity") -> torch.Tensor:
     """exp(-|command_xy - base_lin_vel_xy|^2 / std^2)."""
+    _check_std(std)
     return kernels.track_lin_vel_xy_exp(env.command(command_name), env.state.base_lin_vel, std)
 
 
 def track_ang_vel_z_exp(env, std: float, command_name: str = "base_velocity") -> torch.Tensor:
     """exp(-(command_yaw_rate - base_yaw_rate)^2 / std^2)."""
+    _check_std(std)
     return kernels.track_ang_vel_z_exp(env.command(command_name), env.state.base_ang_vel, std)
+
+
+def _check_std(std: float) -> None:
+    if not std > 0:  # a host value: no wait for the GPU
+        raise ValueError(f"std={std}: the tracking kernel's width must be > 0 (m/s or rad/s)")
 
 
 def lin_vel_z_l2(env) -> torch.Tensor:
