@@ -505,6 +505,31 @@ def test_the_terrain_evaluation_counts_successes_falls_and_errors_per_type_and_l
     assert markdown(table).splitlines()[2] == "| flat | 50 | 50 |"
 
 
+def test_the_terrain_evaluation_judges_the_tile_s_edge_whatever_time_out_terms_the_task_has():
+    # The rough tasks end an episode half a tile from its start (terrain_tile_crossed): on a diagonal that comes
+    # before the square tile's edge, and the evaluation must still see the robot reach it.
+    from robolab.terrain_evaluation import evaluate_on_terrain
+
+    terrain = small_terrain(num_rows=2, num_cols=2, types={"flat": TerrainTypeCfg()})
+    cfg = Go2RoughEnvCfg(num_envs=8, terrain=terrain, episode_length_s=3.0)
+    cfg.backend.num_threads = 1
+    cfg.terminations["tile_crossed"] = TerminationTermCfg(func="terrain_tile_crossed", time_out=True)
+    cfg.curricula = {}
+    env = VelocityEnv(cfg)
+    carried = torch.arange(8) % 2 == 0  # carried diagonally at 2 m/s along x and y, upright; the others stand
+
+    def policy(obs):
+        qpos = env.backend.qpos.clone()
+        qpos[:, :2] += 2.0 * env.step_dt
+        qpos[:, 2], qpos[:, 3:7] = env.cfg.robot.init_base_height, torch.tensor([1.0, 0.0, 0.0, 0.0])
+        env.backend.reset(carried, qpos, torch.zeros_like(env.backend.qvel))
+        return torch.zeros(8, 12)
+
+    table = evaluate_on_terrain(env, policy)
+    rates = [row["success_rate"] for row in table["flat"].values()]
+    assert rates == [0.5] * len(rates), table  # every carried env, none of the standing ones
+
+
 @pytest.mark.parametrize(
     "changes, message",
     [
@@ -611,3 +636,17 @@ def test_divergences_are_logged_per_terrain_type():
     per_type = {name: float(log[f"Episode_Termination/diverged/{name}"]) for name in names}
     assert per_type == {name: float(chosen.get(name, 0)) for name in names}
     assert float(log["Episode_Termination/diverged"]) == sum(chosen.values())
+
+
+def test_a_diverged_episode_moves_its_env_neither_up_nor_down():
+    # Its position is what the solver blew up (here 2 km off, beyond env.divergence.max_base_distance), not a walk.
+    cfg = Go2RoughEnvCfg(num_envs=4, terrain=small_terrain(max_init_level=0))
+    cfg.backend.num_threads = 1
+    env = VelocityEnv(cfg)
+    qpos = env.backend.qpos.clone()
+    qpos[0, 0] += 2000.0  # diverged
+    qpos[1, 0] += 3.0  # walked (in one step) but did not end its episode
+    env.backend.reset(torch.tensor([True, True, False, False]), qpos, torch.zeros_like(env.backend.qvel))
+    _, _, dones, extras = env.step(torch.zeros(4, 12))
+    assert dones.tolist() == [1, 0, 0, 0] and float(extras["log"]["Episode_Termination/diverged"]) == 1
+    assert env.terrain.levels.tolist() == [0, 0, 0, 0]

@@ -160,9 +160,18 @@ def test_play_evaluates_and_exports_onnx_matching_torch(log_root):
     expected = policy(obs).detach().numpy()
     session = ort.InferenceSession(str(onnx_path))
     name = session.get_inputs()[0].name
-    for row in range(4):  # rsl_rl exports a batch-1 graph, as deployed on a robot
-        got = session.run(None, {name: obs["policy"][row : row + 1].numpy()})[0]
-        np.testing.assert_allclose(got, expected[row : row + 1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(session.run(None, {name: obs["policy"].numpy()})[0], expected, rtol=1e-4, atol=1e-5)
+    got = session.run(None, {name: obs["policy"][:1].numpy()})[0]  # and one robot's batch of 1
+    np.testing.assert_allclose(got, expected[:1], rtol=1e-4, atol=1e-5)
+    meta = session.get_modelmeta().custom_metadata_map  # the interface a deployment needs, from the env's terms
+    interface = env.io_descriptors()
+    terms = interface["observations"]["policy"]["terms"]
+    assert meta["observation_names"].split(",") == [t["name"] for t in terms]
+    assert sum(int(d) for d in meta["observation_dims"].split(",")) == obs["policy"].shape[1]
+    assert meta["joint_names"].split(",") == list(env.cfg.robot.joint_names)
+    assert [float(v) for v in meta["default_joint_pos"].split(",")] == list(env.cfg.robot.default_joint_pos)
+    assert float(meta["action_scale"]) == env.cfg.action_scale and float(meta["control_dt"]) == env.step_dt
+    assert meta["robolab.task"] == "RoboLab-Velocity-Flat-Go2-v0" and meta["observation_groups"] == "policy"
     scripted = torch.jit.load(str(jit_path))
     np.testing.assert_allclose(scripted(obs["policy"]).detach().numpy(), expected, rtol=1e-5, atol=1e-6)
 

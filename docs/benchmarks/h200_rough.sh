@@ -20,6 +20,11 @@
 #                                              # iterations at TRAIN_ENVS envs; the seconds it took in warm.log)
 #   bash docs/benchmarks/h200_rough.sh cache   # warp's compiled kernels as $OUT/warp_cache.tar.xz, to carry to a later
 #                                              # machine (WARP_CACHE_PATH; a cold cache costs ~3 minutes per launch)
+# TAG=<prefix> names a run and its output files (default none), so that two runs can share the GPU side by side,
+# e.g. `TAG=a_ TRAIN_OVERRIDES=... bash h200_rough.sh train & TAG=b_ bash h200_rough.sh train & wait`.
+# EVAL_ARGS go to play.py --terrain_eval (e.g. `--terrain_eval_friction task`, or a command override such as
+# `env.commands.base_velocity.params.lin_vel_x=[-1.0,-1.0]` to judge walking backwards); TEACHER= a checkpoint for
+# distill; RUN_DIR= a run folder for eval (the one train returns as $OUT/<TAG>run, carried back).
 # MuJoCo Warp comes as parts (warp_site.sh), the other wheels from .whl/ (device_env.sh).
 set -uo pipefail
 here="$(dirname "$0")"
@@ -27,6 +32,7 @@ here="$(dirname "$0")"
 . "$here/warp_site.sh"
 python3 -c "import mujoco_warp, warp" || { echo "MuJoCo Warp is not installed: carry the parts (warp_site.sh)"; exit 1; }
 LOGS=/tmp/robolab_logs
+TAG="${TAG:-}"
 TASK=RoboLab-Velocity-Rough-Go2-v0
 STUDENT_TASK=RoboLab-Velocity-Rough-Go2-Distillation-v0
 export WARP_CACHE_PATH="${WARP_CACHE_PATH:-/tmp/warp_cache}"
@@ -53,7 +59,7 @@ PY
 # terrain_eval TASK RUN CHECKPOINT NAME: play.py --terrain_eval of one checkpoint into $OUT/NAME.json (+ .tail).
 terrain_eval() {
   timeout 200 python3 scripts/play.py --task "$1" --device cuda --load_run "$2" --checkpoint "$3" \
-    --num_envs "${EVAL_ENVS:-2000}" --terrain_eval --no_export > "$OUT/$4.log" 2>&1
+    --num_envs "${EVAL_ENVS:-2000}" --terrain_eval --no_export ${EVAL_ARGS:-} > "$OUT/$4.log" 2>&1
   python3 - "$OUT/$4.log" "$3" > "$OUT/$4.json" <<'PY'
 import json, sys
 text = open(sys.argv[1]).read()
@@ -122,17 +128,26 @@ warm)
   echo "warm rc=$? $(( $(date +%s) - start )) s" | tee -a "$OUT/warm.log"; tail -c 3000 "$OUT/warm.log" > "$OUT/warm.tail"
   rm "$OUT/warm.log" ;;
 train)
-  start=$(date +%s.%N); echo "$start" > "$LOGS.launched_at"
+  start=$(date +%s.%N); echo "$start" > "$LOGS.${TAG}launched_at"
   timeout -s TERM "${TRAIN_S:-540}" python3 scripts/train.py --task $TASK --device cuda --num_envs "${TRAIN_ENVS:-4096}" \
-    --max_iterations 100000 --run_name rough_h200 --log_root "$LOGS" agent.save_interval=25 ${TRAIN_OVERRIDES:-} \
-    > "$OUT/train.log" 2>&1
-  run=$(ls -td "$LOGS"/go2_rough/*_rough_h200 | head -1); echo "$run" > "$LOGS.run"
+    --max_iterations 100000 --run_name "${TAG}rough_h200" --log_root "$LOGS" agent.save_interval=25 \
+    ${TRAIN_OVERRIDES:-} > "$OUT/${TAG}train.log" 2>&1
+  run=$(ls -td "$LOGS"/go2_rough/*_"${TAG}rough_h200" | head -1); echo "$run" > "$LOGS.${TAG}run"
   curve "$run" "$start" Curriculum/terrain_level Metrics/lin_vel_tracking_error Metrics/fall_rate Train/mean_reward \
-    > "$OUT/rough_curve.json"
-  tail -c 15000 "$OUT/train.log" > "$OUT/train.tail"; rm "$OUT/train.log"
-  cp "$run/summary.json" "$OUT/rough_train_summary.json" 2>/dev/null ;;
+    > "$OUT/${TAG}rough_curve.json"
+  tail -c 15000 "$OUT/${TAG}train.log" > "$OUT/${TAG}train.tail"; rm "$OUT/${TAG}train.log"
+  cp "$run/summary.json" "$OUT/${TAG}rough_train_summary.json" 2>/dev/null
+  # the params and the newest checkpoint come back too: a later call on a fresh machine evaluates or distils them
+  # (carry the folder, then RUN_DIR=<it> ... eval, TEACHER=<it>/model_N.pt ... distill)
+  mkdir -p "$OUT/${TAG}run" && cp -r "$run/params" "$OUT/${TAG}run/" \
+    && cp "$run/$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)" "$OUT/${TAG}run/" ;;
 eval)
-  run=$(cat "$LOGS.run"); start=$(cat "$LOGS.launched_at")
+  if [ -n "${RUN_DIR:-}" ]; then  # a carried run folder: its newest checkpoint
+    terrain_eval $TASK "$(realpath "$RUN_DIR")" "$(ls "$RUN_DIR" | grep '^model_' | sort -t_ -k2 -n | tail -1)" \
+      "${TAG}rough_eval${EVAL_SUFFIX:-}"
+    continue
+  fi
+  run=$(cat "$LOGS.${TAG}run"); start=$(cat "$LOGS.${TAG}launched_at")
   for at in ${EVAL_AT_S:-300 540}; do
     ckpt=$(python3 - "$run" "$start" "$at" <<'PY'
 import os, sys
@@ -141,19 +156,19 @@ done = [(os.path.getmtime(os.path.join(run, f)) - start, f) for f in os.listdir(
 print(max((t, f) for t, f in done if t <= at)[1])
 PY
 )
-    terrain_eval $TASK "$run" "$ckpt" "rough_eval_${at}s"
+    terrain_eval $TASK "$run" "$ckpt" "${TAG}rough_eval_${at}s${EVAL_SUFFIX:-}"
   done ;;
 distill)
   start=$(date +%s.%N)
   timeout -s TERM "${DISTILL_S:-540}" python3 scripts/train.py --task $STUDENT_TASK --device cuda \
-    --num_envs "${TRAIN_ENVS:-4096}" --max_iterations 100000 --run_name rough_h200_student --log_root "$LOGS" \
-    agent.save_interval=25 ${DISTILL_OVERRIDES:-} > "$OUT/student.log" 2>&1
-  run=$(ls -td "$LOGS"/go2_rough_distillation/*_rough_h200_student | head -1)
+    --num_envs "${TRAIN_ENVS:-4096}" --max_iterations 100000 --run_name "${TAG}rough_h200_student" --log_root "$LOGS" \
+    ${TEACHER:+--teacher_checkpoint "$TEACHER"} agent.save_interval=25 ${DISTILL_OVERRIDES:-} > "$OUT/${TAG}student.log" 2>&1
+  run=$(ls -td "$LOGS"/go2_rough_distillation/*_"${TAG}rough_h200_student" | head -1)
   curve "$run" "$start" Curriculum/terrain_level Metrics/lin_vel_tracking_error Metrics/fall_rate \
-    Loss/behavior > "$OUT/student_curve.json"
-  tail -c 8000 "$OUT/student.log" > "$OUT/student.tail"; rm "$OUT/student.log"
+    Loss/behavior > "$OUT/${TAG}student_curve.json"
+  tail -c 8000 "$OUT/${TAG}student.log" > "$OUT/${TAG}student.tail"; rm "$OUT/${TAG}student.log"
   ckpt=$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)
-  terrain_eval $STUDENT_TASK "$run" "$ckpt" student_eval ;;
+  terrain_eval $STUDENT_TASK "$run" "$ckpt" "${TAG}student_eval" ;;
 rays)
   ROBOLAB_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/test_terrain_backends.py \
     > "$OUT/gpu_terrain_tests.log" 2>&1

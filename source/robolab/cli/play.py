@@ -22,7 +22,7 @@ from robolab.cli import (
 )
 from robolab.config import ConfigError
 from robolab.launch import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK, VideoOptions
-from robolab.terrain_evaluation import evaluate_on_terrain, markdown, terrain_eval_overrides
+from robolab.terrain_evaluation import EVAL_FRICTION, evaluate_on_terrain, markdown, terrain_eval_overrides
 from robolab.video import record_policy
 
 
@@ -68,8 +68,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--terrain_eval_speed", type=positive_float, default=1.0, help="--terrain_eval: the forward command (m/s)"
     )
+    p.add_argument(
+        "--terrain_eval_friction",
+        type=_friction,
+        default=EVAL_FRICTION,
+        help=f"--terrain_eval: every contact's sliding friction (default {EVAL_FRICTION}), or 'task' for the task's "
+        "own randomised draws",
+    )
     add_window_flags(p)
     return p
+
+
+def _friction(text: str) -> float | None:
+    return None if text == "task" else positive_float(text)
 
 
 def play(argv: list[str] | None = None) -> dict:
@@ -93,10 +104,12 @@ def play(argv: list[str] | None = None) -> dict:
         run_dir = os.path.dirname(os.path.abspath(session.checkpoint))
         result: dict = {"checkpoint": os.path.abspath(session.checkpoint)}
         if not args.no_export:
-            result["exported"] = export.export_policy(runner, os.path.join(run_dir, "exported"))
+            metadata = export.policy_metadata(env, runner.alg.get_policy(), args.task)
+            result["exported"] = export.export_policy(runner, os.path.join(run_dir, "exported"), metadata)
         steps = args.steps or (None if viewer_kind else int(env.max_episode_length))
         if args.terrain_eval:
-            result["terrain_eval"] = evaluate_on_terrain(env, policy)
+            result["terrain_eval"] = evaluate_on_terrain(env, policy, args.terrain_eval_friction)
+            result["terrain_eval_friction"] = args.terrain_eval_friction or "task"
             print(markdown(result["terrain_eval"]))
         elif viewer_kind is not None:
             result.update(_watch(env, policy, viewer_kind, args, steps))

@@ -240,6 +240,7 @@ class VelocityEnv(VecEnv):
         self.episode_gait = torch.zeros(n, len(self.gait_scores.names), device=dev)
         self.last_tracking_error = torch.zeros(n, device=dev)
         self.episode_start_xy = torch.zeros(n, 2, device=dev)
+        self.last_base_xy = torch.zeros(n, 2, device=dev)
         """Where each env's base stood when its episode began (world xy): distance walked is measured from here."""
 
     def _check_velocity_command(self):
@@ -331,6 +332,8 @@ class VelocityEnv(VecEnv):
     def _track_metrics(self, non_finite: torch.Tensor, diverged: torch.Tensor, excluded: torch.Tensor) -> None:
         error = kernels.lin_vel_tracking_error(self.commands, self.state.base_lin_vel).masked_fill(excluded, 0.0)
         self.last_tracking_error = error
+        self.last_base_xy = self.state.base_pos[:, :2].clone()
+        """Where each env's base stood after this step's physics, before any reset moved it (for evaluations)."""
         self.episode_tracking_error += error
         self.episode_steps += 1
         self.divergence.count(non_finite, diverged)

@@ -25,6 +25,10 @@ def terrain_levels(
     if not (move_up_fraction > 0 and move_down_fraction >= 0):
         raise ValueError(f"move_up_fraction={move_up_fraction}, move_down_fraction={move_down_fraction}: must be > 0")
     ended = mask & (env.episode_steps > 0)  # an env that ran no step (the first reset) has walked nothing
+    # A diverged env's position is the garbage that ended it (far off, or NaN): it is judged neither way.
+    diverged = getattr(env, "terminated_by", {}).get("diverged")
+    if diverged is not None:
+        ended = ended & ~diverged
     # From where the episode began, not from the tile's centre: after a resume restored the levels, an env's first
     # episode runs on the tile it was placed on before, and the restored level's centre can be rows away.
     walked = (env.state.base_pos[:, :2] - env.episode_start_xy).norm(dim=1)

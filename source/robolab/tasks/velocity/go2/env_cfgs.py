@@ -93,7 +93,10 @@ def rough_rewards() -> dict[str, RewardTermCfg]:
 
 def rough_terminations() -> dict[str, TerminationTermCfg]:
     """The flat task's (base height now above the ground beneath), and reaching the terrain's edge: a time-out, not
-    a fall (the robot walked where it was commanded; its value is bootstrapped, as in Isaac Lab's rough tasks)."""
+    a fall (the robot walked where it was commanded; its value is bootstrapped, as in Isaac Lab's rough tasks).
+    ``terrain_tile_crossed`` (ending an episode half a tile from its start) stays opt-in: on one H200 it lifted the
+    curriculum's mean level from 4.4 to 6.1 in 555 s, but its stairs-up level then outran what the policy climbs
+    walking forward (docs/benchmarks/rough_h200/tile_crossed_ab)."""
     out_of_terrain = TerminationTermCfg(func="terrain_out_of_bounds", time_out=True)
     return {**velocity_terminations(), "out_of_terrain": out_of_terrain}
 
