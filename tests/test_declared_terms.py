@@ -239,3 +239,20 @@ def test_a_curriculum_term_sees_each_reset_and_is_logged():
     _, _, done, extras = env.step(torch.zeros(4, 12))
     assert extras["log"]["Curriculum/level"].item() == pytest.approx(4.0)
     assert torch.equal(env.physics_params["level"], torch.full((4,), 4.0))
+
+
+@pytest.mark.parametrize("where", ["term", "group"])
+def test_an_observation_history_too_large_is_refused_naming_its_setting_before_any_buffer(where):
+    # Left to allocate, a history of gigabytes is zero-filled page by page until the kernel kills the process.
+    cfg = default_case()
+    cfg.num_envs = 2
+    if where == "term":
+        cfg.observations["critic"].terms["friction"].history_length = 2**21
+        setting = "env.observations.critic.terms.friction.history_length=2097152"
+    else:
+        cfg.observations["policy"].history_length = 2**15
+        setting = "env.observations.policy.history_length=32768"
+    with pytest.raises(TermError) as err:
+        VelocityEnv(cfg)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"{setting}: makes the ") and "(at most 1048576)" in message

@@ -41,7 +41,8 @@ BAD = {
     "env.num_envs": ["0", "-8", "1.5", *NOT_A_NUMBER],
     "env.sim_dt": ["0", "-0.005", "nan", "inf", *NOT_A_NUMBER],
     "env.decimation": ["0", "-4", *NOT_A_NUMBER],
-    "env.observations.policy.history_length": ["0", "-1", *NOT_A_NUMBER],
+    "env.observations.policy.history_length": ["0", "-1", "1000000000", *NOT_A_NUMBER],
+    "env.observations.critic.terms.friction.history_length": ["1000000000", "0"],  # a buffer of GBs: OOM-killed
     "env.observations.policy.enable_corruption": ["maybe", "[true]", "yes please"],
     "env.commands.base_velocity.params.lin_vel_x": ["[1]", "[1,2,3]", "abc", "5"],
     "env.rewards.feet_air_time.weight": ["abc", "[1]"],

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 
 import torch
 
+from robolab import resources
 from robolab.envs.terms import BoundTerm, ObsGroupCfg, ObsTermCfg, TermError, bind_table, check_output, guarded
+
+MAX_GROUP_WIDTH = 2**20
+"""The most numbers one observation group may hold, histories included: a network's first layer over more than a
+million inputs is no policy, and the history buffers of such a group are refused before they are allocated (a
+zero-filled buffer of gigabytes is not an exception but the kernel's out-of-memory kill)."""
 
 
 class History:
@@ -96,6 +102,7 @@ class ObservationGroups:
             check_output(value, term.key, env.num_envs, "observation")
             columns.append((value.shape[1], t))
         self.widths[name] = [w * t.history_length for w, t in columns]
+        self._check_size(name, cfg, terms, self.widths[name])
 
         def per_column(get, neutral) -> torch.Tensor | None:
             values = [torch.full((w,), float(get(t)), device=env.device) for w, t in columns]
@@ -126,6 +133,25 @@ class ObservationGroups:
             histories if any(h.length > 1 for h in histories) else None,
             History(cfg.history_length),
         )
+
+    def _check_size(self, name: str, cfg: ObsGroupCfg, terms: list[BoundTerm], widths: list[int]) -> None:
+        """The group's width and its history buffers' memory, checked before any buffer exists; the message names
+        the history setting that made it large."""
+        width = sum(widths) * cfg.history_length
+        longest = max(zip(widths, terms), key=lambda pair: pair[0])[1]
+        if cfg.history_length > 1 and cfg.history_length >= longest.cfg.history_length:
+            setting = f"env.observations.{name}.history_length={cfg.history_length}"
+        else:
+            setting = f"{longest.key}.history_length={longest.cfg.history_length}"
+        if width > MAX_GROUP_WIDTH:
+            raise TermError(
+                f"{setting}: makes the {name!r} observation {width} numbers wide (at most {MAX_GROUP_WIDTH})"
+            )
+        needed = 4 * self.env.num_envs * (sum(widths) + width)  # term histories, then the group's own (float32)
+        try:
+            resources.check_fits(needed, self.env.device, f"the {name!r} observation's history", setting)
+        except resources.MemoryFitError as err:
+            raise TermError(str(err)) from None
 
     @property
     def names(self) -> list[str]:
