@@ -129,3 +129,15 @@ def test_recurrent_student_trains_and_resumes(log_root):
     )
     assert again.returncode == 0, again.stderr[-3000:]
     assert "at iteration 3" in again.stdout and json.loads((run_dir / "summary.json").read_text())["iterations"] == 5
+
+
+def test_a_teacher_may_have_a_zero_init_std_and_a_student_may_not():
+    # Isaac Lab's distillation configs give the teacher init_std 0: it acts by its mean, its std is its checkpoint's.
+    from robolab.config import ConfigError, agent_dict, compose
+
+    task = "RoboLab-Velocity-Flat-Go2-Distillation-v0"
+    agent = agent_dict(compose(task, ["agent.teacher.distribution_cfg.init_std=0.0"]))
+    assert agent["teacher"]["distribution_cfg"]["init_std"] == 0.0
+    refused = r"^agent.student.distribution_cfg.init_std=0.0: must be a finite number > 0$"
+    with pytest.raises(ConfigError, match=refused):
+        agent_dict(compose(task, ["agent.student.distribution_cfg.init_std=0.0"]))

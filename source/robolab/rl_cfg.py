@@ -79,7 +79,11 @@ def _check_model(key: str, model: dict[str, Any]) -> None:
     distribution = model.get("distribution_cfg")
     if isinstance(distribution, dict) and "init_std" in distribution:
         std = distribution["init_std"]
-        _require(f"{key}.distribution_cfg.init_std", std, isinstance(std, (int, float)) and std > 0, "must be > 0")
+        number = isinstance(std, (int, float)) and math.isfinite(std)
+        if key == "teacher":  # a teacher acts by its mean, its std comes from its checkpoint: Isaac Lab's configs say 0
+            _require(f"{key}.distribution_cfg.init_std", std, number and std >= 0, "must be a finite number >= 0")
+        else:  # a policy that samples from a zero-width Gaussian cannot act
+            _require(f"{key}.distribution_cfg.init_std", std, number and std > 0, "must be a finite number > 0")
 
 
 # --- algorithms ---------------------------------------------------------------------------------------------
