@@ -174,6 +174,45 @@ def test_a_box_tile_s_boxes_rise_exactly_to_its_heights_whatever_its_steps():
         np.testing.assert_array_equal(ground, values)
 
 
+@pytest.mark.parametrize("direction, expected", [(0.0, (1.0, 0.0)), (180.0, (-1.0, 0.0)), (90.0, (0.0, 1.0))])
+def test_the_terrain_evaluation_commands_the_direction_it_is_given(direction, expected):
+    # Every env gets the same body-frame command whatever way its base faces. Carried along it (in the world,
+    # through its own yaw) an env succeeds; carried the opposite way it reaches an edge too, the wrong one.
+    from omegaconf import OmegaConf
+
+    from robolab.config import build_env_cfg, hydra_overrides
+    from robolab.terrain_evaluation import evaluate_on_terrain, terrain_eval_overrides
+
+    overrides = terrain_eval_overrides(1.0, direction)
+    dotlist = [o.removeprefix("++env.") for o in hydra_overrides(overrides) if "terrain.seed" not in o]
+    cfg = build_env_cfg("RoboLab-Velocity-Rough-Go2-v0", OmegaConf.from_dotlist(dotlist))
+    cfg.num_envs, cfg.episode_length_s, cfg.backend.num_threads = 4, 2.0, 1
+    cfg.terrain = small_terrain(num_rows=1, num_cols=2, types={"flat": TerrainTypeCfg()})
+    env = VelocityEnv(cfg)
+    sign = torch.tensor([1.0, 1.0, -1.0, -1.0])  # envs 0 and 2 on the first tile, 1 and 3 on the second
+    commands = []
+
+    def policy(obs):
+        command = env.command("base_velocity")
+        commands.append(command.clone())
+        w, z = env.state.base_quat[:, 0], env.state.base_quat[:, 3]  # upright: the yaw is 2 atan2(z, w)
+        yaw = 2.0 * torch.atan2(z, w)
+        cos, sin = yaw.cos(), yaw.sin()
+        world = torch.stack([cos * command[:, 0] - sin * command[:, 1], sin * command[:, 0] + cos * command[:, 1]], 1)
+        qpos = env.backend.qpos.clone()
+        qpos[:, :2] += 2.0 * sign[:, None] * world * env.step_dt  # at twice the command, upright
+        qpos[:, 2] = env.cfg.robot.init_base_height
+        env.backend.reset(torch.ones(4, dtype=torch.bool), qpos, torch.zeros_like(env.backend.qvel))
+        return torch.zeros(4, 12)
+
+    table = evaluate_on_terrain(env, policy)
+    assert torch.allclose(commands[0], torch.tensor([[*expected, 0.0]] * 4), atol=1e-6)
+    rows = table["flat"].values()
+    assert [(row["success_rate"], row["wrong_way_rate"], row["fall_rate"]) for row in rows] == [(0.5, 0.5, 0.0)]
+    with pytest.raises(ValueError, match=r"^--terrain_eval_direction=nan: must be a finite angle in degrees$"):
+        terrain_eval_overrides(1.0, float("nan"))
+
+
 @pytest.mark.parametrize(
     "changes, message",
     [
@@ -470,6 +509,15 @@ def test_two_ranks_keep_their_own_levels_and_one_rank_resumes_them_all(tmp_path)
     assert after["env_state"][0]["terrain.levels"].shape == (32,)
 
 
+def facing_x_commanded_forward(cfg) -> None:
+    """What play.py's evaluation overrides set (a straight command), with every robot facing +x: a test that
+    carries a robot along +x carries it where its command points."""
+    cfg.commands["base_velocity"].params.update(
+        lin_vel_x=(1.0, 1.0), lin_vel_y=(0.0, 0.0), ang_vel_z=(0.0, 0.0), heading_command=False, standing_fraction=0.0
+    )
+    cfg.events["reset_robot"].params["yaw_range"] = (0.0, 0.0)
+
+
 def test_the_terrain_evaluation_counts_successes_falls_and_errors_per_type_and_level():
     from robolab.terrain_evaluation import evaluate_on_terrain, markdown
 
@@ -484,6 +532,7 @@ def test_the_terrain_evaluation_counts_successes_falls_and_errors_per_type_and_l
         "tripped": TerminationTermCfg(func=lambda env: on_last_tile & (env.episode_length_buf >= 5)),
     }
     cfg.curricula = {}
+    facing_x_commanded_forward(cfg)
     env = VelocityEnv(cfg)
     carried = torch.arange(8) < 4  # one env of each tile is carried off it at 3 m/s, the other stands
     push = torch.tensor([[3.0, 0.0]]).repeat(8, 1)
@@ -515,6 +564,8 @@ def test_the_terrain_evaluation_judges_the_tile_s_edge_whatever_time_out_terms_t
     cfg.backend.num_threads = 1
     cfg.terminations["tile_crossed"] = TerminationTermCfg(func="terrain_tile_crossed", time_out=True)
     cfg.curricula = {}
+    facing_x_commanded_forward(cfg)
+    cfg.commands["base_velocity"].params.update(lin_vel_y=(1.0, 1.0))  # diagonal, as it is carried
     env = VelocityEnv(cfg)
     carried = torch.arange(8) % 2 == 0  # carried diagonally at 2 m/s along x and y, upright; the others stand
 
@@ -645,7 +696,7 @@ def test_a_diverged_episode_moves_its_env_neither_up_nor_down():
     env = VelocityEnv(cfg)
     qpos = env.backend.qpos.clone()
     qpos[0, 0] += 2000.0  # diverged
-    qpos[1, 0] += 3.0  # walked (in one step) but did not end its episode
+    qpos[1, 0] += 1.5  # walked (in one step), less than half its 4 m tile: its episode goes on
     env.backend.reset(torch.tensor([True, True, False, False]), qpos, torch.zeros_like(env.backend.qvel))
     _, _, dones, extras = env.step(torch.zeros(4, 12))
     assert dones.tolist() == [1, 0, 0, 0] and float(extras["log"]["Episode_Termination/diverged"]) == 1

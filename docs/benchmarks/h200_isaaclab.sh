@@ -3,7 +3,10 @@
 #   bash docs/benchmarks/h200_isaaclab.sh warm      # compile Newton's kernels once (warp's cache), 2 iterations
 #   bash docs/benchmarks/h200_isaaclab.sh compare   # robolab's train.py and `isaaclab train --rl_library rsl_rl`,
 #                                                   # Isaac-Velocity-Flat-UnitreeGo2, NUM_ENVS envs, ITERS iterations
-#                                                   # (ORDER="isaaclab robolab" runs Isaac Lab's first; TAG names the JSON)
+#                                                   # (ORDER="isaaclab robolab" runs Isaac Lab's first, ORDER=isaaclab
+#                                                   # Isaac Lab's alone; TAG names the JSON; RUN_TIMEOUT (400) s each)
+#   TASK=Isaac-Velocity-Rough-UnitreeGo2 ORDER=isaaclab TAG=_rough RUN_TIMEOUT=550 bash ... compare
+#                                                   # issue 25's anchor: its curve of terrain level and tracking error
 #   bash docs/benchmarks/h200_isaaclab.sh robolab   # RoboLab-Isaac-Velocity-Flat-Go2: PPO, AMP and distillation
 # Isaac Lab's stack travels as parts (docs/benchmarks/isaaclab_site.sh), the offline asset root as .ilassets/.
 set -uo pipefail
@@ -30,11 +33,11 @@ compare)
   for fw in ${ORDER:-robolab isaaclab}; do
     start=$(date +%s.%N)
     if [ "$fw" = robolab ]; then
-      timeout 400 python3 scripts/train.py --task "$TASK" --device cuda --num_envs "$N" --max_iterations "$ITERS" \
+      timeout "${RUN_TIMEOUT:-400}" python3 scripts/train.py --task "$TASK" --device cuda --num_envs "$N" --max_iterations "$ITERS" \
         --log_root "$LOGS" --run_name cmp --headless > "$OUT/compare_robolab.log" 2>&1
       echo "robolab rc=$?" >> "$OUT/compare_robolab.log"; run=$(ls -td "$LOGS"/*/*_cmp | head -1)
     else
-      (cd "$IL_CWD" && timeout 400 python3 -m isaaclab train --rl_library rsl_rl --task "$TASK" --device cuda:0 \
+      (cd "$IL_CWD" && timeout "${RUN_TIMEOUT:-400}" python3 -m isaaclab train --rl_library rsl_rl --task "$TASK" --device cuda:0 \
         --num_envs "$N" --max_iterations "$ITERS" --run_name cmp > "$OUT/compare_isaaclab.log" 2>&1)
       echo "isaaclab rc=$?" >> "$OUT/compare_isaaclab.log"; run=$(ls -td "$IL_CWD"/logs/rsl_rl/*/*_cmp | head -1)
     fi

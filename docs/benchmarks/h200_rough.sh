@@ -22,8 +22,8 @@
 #                                              # machine (WARP_CACHE_PATH; a cold cache costs ~3 minutes per launch)
 # TAG=<prefix> names a run and its output files (default none), so that two runs can share the GPU side by side,
 # e.g. `TAG=a_ TRAIN_OVERRIDES=... bash h200_rough.sh train & TAG=b_ bash h200_rough.sh train & wait`.
-# EVAL_ARGS go to play.py --terrain_eval (e.g. `--terrain_eval_friction task`, or a command override such as
-# `env.commands.base_velocity.params.lin_vel_x=[-1.0,-1.0]` to judge walking backwards); TEACHER= a checkpoint for
+# EVAL_ARGS go to play.py --terrain_eval (e.g. `--terrain_eval_friction task`, `--terrain_eval_speed 0.5`, or
+# `--terrain_eval_direction 180` to judge walking backwards; EVAL_SUFFIX names the files); TEACHER= a checkpoint for
 # distill; RUN_DIR= a run folder for eval (the one train returns as $OUT/<TAG>run, carried back).
 # MuJoCo Warp comes as parts (warp_site.sh), the other wheels from .whl/ (device_env.sh).
 set -uo pipefail

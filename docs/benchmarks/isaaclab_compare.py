@@ -4,10 +4,11 @@
         --output compare.json
 
 Both write rsl_rl's tags (``Perf/total_fps``, ``Perf/collection_time``, ``Perf/learning_time``) and Isaac Lab's
-command metric ``Metrics/base_velocity/error_vel_xy`` per iteration, each event with its wall time. For each run:
-iterations, the median steps/s and iteration split after the first ``--skip`` iterations, the time from launch to
-the first and last iteration, and the tracking error at the last iteration both runs reached within the same wall
-time from launch (the shorter run's).
+command metric ``Metrics/base_velocity/error_vel_xy`` per iteration, each event with its wall time, and on a rough
+task the curriculum's mean level (``Curriculum/terrain_levels``). For each run: iterations, the median steps/s and
+iteration split after the first ``--skip`` iterations, the time from launch to the first and last iteration, and the
+tracking error (and terrain level) at the last iteration both runs reached within the same wall time from launch
+(the shorter run's).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import statistics
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 ERROR_TAG = "Metrics/base_velocity/error_vel_xy"
-TAGS = ("Perf/total_fps", "Perf/collection_time", "Perf/learning_time", ERROR_TAG)
+LEVEL_TAG = "Curriculum/terrain_levels"
+TAGS = ("Perf/total_fps", "Perf/collection_time", "Perf/learning_time", ERROR_TAG, LEVEL_TAG)
 
 
 def read(run_dir: str) -> dict[str, list]:
@@ -45,8 +47,14 @@ def summarise(run_dir: str, launched_at: float, skip: int) -> dict:
         "learning_s_median": round(median("Perf/learning_time"), 4),
         "first_iteration_s_from_launch": round(fps[0].wall_time - launched_at, 2),
         "last_iteration_s_from_launch": round(fps[-1].wall_time - launched_at, 2),
-        "error_curve": [(e.step, round(e.wall_time - launched_at, 2), round(e.value, 4)) for e in scalars[ERROR_TAG]],
+        "error_curve": curve(scalars.get(ERROR_TAG, []), launched_at),
+        "terrain_level_curve": curve(scalars.get(LEVEL_TAG, []), launched_at),
     }
+
+
+def curve(events: list, launched_at: float) -> list[tuple[int, float, float]]:
+    """(iteration, seconds from launch, value) per logged iteration."""
+    return [(e.step, round(e.wall_time - launched_at, 2), round(e.value, 4)) for e in events]
 
 
 def main() -> None:
@@ -66,6 +74,9 @@ def main() -> None:
         r["error_vel_xy_at_common_wall_s"] = reached[-1][2] if reached else None
         r["iteration_at_common_wall_s"] = reached[-1][0] if reached else None
         r["error_vel_xy_final"] = r["error_curve"][-1][2] if r["error_curve"] else None
+        levels = [point for point in r["terrain_level_curve"] if point[1] <= common]
+        r["terrain_level_at_common_wall_s"] = levels[-1][2] if levels else None
+        r["terrain_level_final"] = r["terrain_level_curve"][-1][2] if r["terrain_level_curve"] else None
     names = list(runs)
     result = {"common_wall_s": common, "runs": runs}
     if len(names) == 2:
@@ -75,7 +86,7 @@ def main() -> None:
         json.dump(result, f, indent=1)
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}))
     for name, r in runs.items():
-        print(name, {k: v for k, v in r.items() if k != "error_curve"})
+        print(name, {k: v for k, v in r.items() if not k.endswith("_curve")})
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #   here:  bash docs/benchmarks/warp_site.sh pack        (writes .wpparts/, ignored by git)
 #   there: each call copies the parts it carries to /tmp/parts; the call holding the last joins, checks, unpacks.
 set -u
+NPARTS=5  # 16 MB each: one travels beside a 43 MB part of isaaclab_site.sh within a call's 64 MiB
 if [ "${1:-}" = pack ]; then
   set -e
   build=$(mktemp -d); mkdir "$build/site"
@@ -14,13 +15,13 @@ if [ "${1:-}" = pack ]; then
   tar -cf - -C "$build/site" . | xz -9 -T0 > "$build/warp_site.tar.xz"
   rm -rf .wpparts && mkdir .wpparts
   (cd "$build" && sha256sum warp_site.tar.xz) > .wpparts/warp_site.sha256
-  split -n 4 -d "$build/warp_site.tar.xz" .wpparts/warp_site.part-
+  split -n "$NPARTS" -d "$build/warp_site.tar.xz" .wpparts/warp_site.part-
   rm -rf "$build"; ls -l .wpparts
   return 0 2>/dev/null || exit 0
 fi
 mkdir -p /tmp/parts
 cp .wpparts/* /tmp/parts/ 2>/dev/null
-if [ ! -d /tmp/site/mujoco_warp ] && [ -f /tmp/parts/warp_site.sha256 ] && [ "$(ls /tmp/parts/warp_site.part-* | wc -l)" = 4 ]; then
+if [ ! -d /tmp/site/mujoco_warp ] && [ -f /tmp/parts/warp_site.sha256 ] && [ "$(ls /tmp/parts/warp_site.part-* | wc -l)" = "$NPARTS" ]; then
   cat /tmp/parts/warp_site.part-* > /tmp/parts/warp_site.tar.xz
   (cd /tmp/parts && sha256sum -c warp_site.sha256) && mkdir -p /tmp/site && tar -xJf /tmp/parts/warp_site.tar.xz -C /tmp/site
 fi

@@ -1,14 +1,18 @@
 """Judging a policy on a fixed evaluation terrain, per terrain type and difficulty (``play.py --terrain_eval``).
 
 Every tile of the task's terrain grid (generated from ``EVAL_TERRAIN_SEED``, not the training seed) gets the same
-number of envs. Each starts at its tile's centre, facing a random way, commanded straight ahead at ``speed`` m/s with
-no turning, for one episode. An env **succeeds** when its base reaches the tile's edge (half a tile from the centre
-along x or y) without having fallen; it **falls** when its episode ends by a termination other than the time limit
-first (``fell_by`` says which termination terms ended those episodes); otherwise (still on the tile at the time
-limit) it neither succeeds nor falls. The tracking error is averaged over the steps before an env succeeds or ends.
+number of envs. Each starts at its tile's centre, facing a random way, commanded at ``speed`` m/s in one direction of
+its body frame (``direction``: 0 degrees straight ahead, 180 backwards, 90 to its left) with no turning, for one
+episode. An env **succeeds** when its base reaches the tile's edge (half a tile from the centre along x or y)
+without having fallen, within ``WAY_TOLERANCE_DEG`` of where its command pointed; it **falls** when its episode ends
+by a termination other than the time limit first (``fell_by`` says which termination terms ended those episodes);
+otherwise (still on the tile at the time limit, or at an edge it was not sent to) it neither succeeds nor falls. The
+tracking error is averaged over the steps before an env succeeds or ends.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -16,16 +20,23 @@ EVAL_TERRAIN_SEED = 1000
 """The evaluation terrain's seed: random tiles (rough ground, boxes) the policy did not train on."""
 
 
-def terrain_eval_overrides(speed: float) -> list[str]:
+def terrain_eval_overrides(speed: float, direction: float = 0.0) -> list[str]:
     """The evaluation conditions on top of play's (no noise, no pushes): fixed tiles (no curriculum), a straight
-    command at ``speed``, the start at the tile's centre, the evaluation terrain."""
+    command at ``speed`` m/s towards ``direction`` degrees in the body frame (counter-clockwise from straight ahead),
+    the start at the tile's centre, the evaluation terrain. A policy may climb a way it was never asked to judge (on
+    one H200 the Go2 learned to climb 0.15 m stairs backwards and sideways, not forwards: docs/terrain.md), so the
+    direction is the evaluation's to choose and the table's to name."""
     if not speed > 0:
         raise ValueError(f"--terrain_eval_speed={speed}: must be > 0 m/s")
+    if not math.isfinite(direction):
+        raise ValueError(f"--terrain_eval_direction={direction}: must be a finite angle in degrees")
+    # rounded so that straight ahead is exactly (speed, 0), not (speed, 6e-17)
+    vx, vy = (round(speed * f(math.radians(direction)), 6) + 0.0 for f in (math.cos, math.sin))
     command = "env.commands.base_velocity.params"
     return [
         "env.curricula.terrain_level=null",
-        f"{command}.lin_vel_x=[{speed},{speed}]",
-        f"{command}.lin_vel_y=[0.0,0.0]",
+        f"{command}.lin_vel_x=[{vx},{vx}]",
+        f"{command}.lin_vel_y=[{vy},{vy}]",
         f"{command}.ang_vel_z=[0.0,0.0]",
         f"{command}.standing_fraction=0.0",
         f"{command}.heading_command=false",
@@ -34,6 +45,11 @@ def terrain_eval_overrides(speed: float) -> list[str]:
         f"env.terrain.seed={EVAL_TERRAIN_SEED}",
     ]
 
+
+WAY_TOLERANCE_DEG = 60.0
+"""How far from its command's direction (at the episode's start, in the world) a robot may reach the tile's edge
+and still succeed: a policy that climbs backwards when asked forwards reaches an edge, but not the one it was sent
+to (it is counted in ``wrong_way_rate``)."""
 
 EVAL_FRICTION = 1.0
 """The sliding friction of the evaluation (MuJoCo's default, the Go2 model's own; legged_gym's play turns friction
@@ -63,9 +79,11 @@ def evaluate_on_terrain(env, policy, friction: float | None = EVAL_FRICTION) -> 
     with torch.inference_mode():
         obs = env.reset()
         origin = terrain.env_origins[:, :2].clone()
+        way = _command_way_in_world(env)
         half = torch.tensor(terrain.map.tile_size, device=env.device) / 2
         active = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
         success = torch.zeros_like(active)
+        wrong_way = torch.zeros_like(active)
         fell = torch.zeros_like(active)
         error_sum = torch.zeros(env.num_envs, device=env.device)
         error_steps = torch.zeros(env.num_envs, device=env.device)
@@ -84,10 +102,24 @@ def evaluate_on_terrain(env, policy, friction: float | None = EVAL_FRICTION) -> 
             fell_by |= fell_now[:, None] & torch.stack([env.terminated_by[name] for name in falls], dim=1)
             # where the base stood before any reset: an episode that a time-out term ended at the edge (the
             # terrain_tile_crossed termination) reached it
-            reached = active & ~fell_now & ((env.last_base_xy - origin).abs() >= half).any(dim=1)
-            success |= reached
+            walked = env.last_base_xy - origin
+            reached = active & ~fell_now & (walked.abs() >= half).any(dim=1)
+            along = (walked * way).sum(dim=1) >= math.cos(math.radians(WAY_TOLERANCE_DEG)) * walked.norm(dim=1)
+            success |= reached & along
+            wrong_way |= reached & ~along
             active &= ~(reached | ended)
-    return _table(terrain, tile, success, fell, error_sum / error_steps.clamp_min(1), dict(zip(falls, fell_by.T)))
+    error = error_sum / error_steps.clamp_min(1)
+    return _table(terrain, tile, success, wrong_way, fell, error, dict(zip(falls, fell_by.T)))
+
+
+def _command_way_in_world(env) -> torch.Tensor:
+    """The unit direction, in the world, of each env's body-frame velocity command as its episode starts."""
+    w, x, y, z = env.state.base_quat.unbind(dim=1)
+    yaw = torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    command = env.command(env.cfg.velocity_command)[:, :2]
+    cos, sin = yaw.cos(), yaw.sin()
+    way = torch.stack([cos * command[:, 0] - sin * command[:, 1], sin * command[:, 0] + cos * command[:, 1]], dim=1)
+    return way / way.norm(dim=1, keepdim=True).clamp_min(1e-9)
 
 
 def _judge_the_edge_here(env) -> None:
@@ -101,7 +133,7 @@ def _judge_the_edge_here(env) -> None:
     ]
 
 
-def _table(terrain, tile, success, fell, error, fell_by: dict[str, torch.Tensor]) -> dict:
+def _table(terrain, tile, success, wrong_way, fell, error, fell_by: dict[str, torch.Tensor]) -> dict:
     cols = terrain.num_cols
     table: dict[str, dict] = {}
     for name in terrain.level_type_names:
@@ -115,6 +147,8 @@ def _table(terrain, tile, success, fell, error, fell_by: dict[str, torch.Tensor]
                 "difficulty": round(float(terrain.map.difficulty[level]), 3),
                 "envs": int(picked.sum()),
                 "success_rate": round(float(success[picked].float().mean()), 4),
+                # reached an edge, but not where its command sent it (more than WAY_TOLERANCE_DEG off)
+                "wrong_way_rate": round(float(wrong_way[picked].float().mean()), 4),
                 "fall_rate": round(float(fell[picked].float().mean()), 4),
                 "tracking_error": round(float(error[picked].mean()), 4),
                 # which termination ended the falls (more than one can end the same step)

@@ -66,7 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="judge the policy on the fixed evaluation terrain: success, falls and tracking error per type and level",
     )
     p.add_argument(
-        "--terrain_eval_speed", type=positive_float, default=1.0, help="--terrain_eval: the forward command (m/s)"
+        "--terrain_eval_speed", type=positive_float, default=1.0, help="--terrain_eval: the command's speed (m/s)"
+    )
+    p.add_argument(
+        "--terrain_eval_direction",
+        type=float,
+        default=0.0,
+        help="--terrain_eval: the command's direction in the body frame, degrees counter-clockwise from straight "
+        "ahead (180: backwards, 90: to the left)",
     )
     p.add_argument(
         "--terrain_eval_friction",
@@ -96,7 +103,7 @@ def play(argv: list[str] | None = None) -> dict:
     if args.terrain_eval:
         if args.viewer:
             raise ConfigError("--terrain_eval runs its own episodes: leave out --viewer")
-        overrides = [*terrain_eval_overrides(args.terrain_eval_speed), *overrides]
+        overrides = [*terrain_eval_overrides(args.terrain_eval_speed, args.terrain_eval_direction), *overrides]
     session = open_policy(args, overrides, device, video_for)
     with session.closer:
         runner, env = session.runner, session.env
@@ -110,6 +117,10 @@ def play(argv: list[str] | None = None) -> dict:
         if args.terrain_eval:
             result["terrain_eval"] = evaluate_on_terrain(env, policy, args.terrain_eval_friction)
             result["terrain_eval_friction"] = args.terrain_eval_friction or "task"
+            result["terrain_eval_command"] = {
+                "speed": args.terrain_eval_speed,
+                "direction": args.terrain_eval_direction,
+            }
             print(markdown(result["terrain_eval"]))
         elif viewer_kind is not None:
             result.update(_watch(env, policy, viewer_kind, args, steps))
