@@ -45,7 +45,7 @@ def build_go2_spec(cfg: RobotCfg) -> mujoco.MjSpec:
     ranges = _joint_ranges()
     unknown = [joint for joint in cfg.joint_names if joint not in ranges]
     if unknown:
-        raise ValueError(f"robot.joint_names: joint {unknown[0]!r} is not in the model (it has: {sorted(ranges)})")
+        raise ValueError(f"env.robot.joint_names: joint {unknown[0]!r} is not in the model (it has: {sorted(ranges)})")
     # (lengths that do not match are named by the loader's checks)
     for joint, limit in zip(cfg.joint_names, cfg.torque_limits):
         add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, ranges[joint])

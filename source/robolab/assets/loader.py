@@ -81,13 +81,13 @@ def _load_spec(cfg: RobotCfg) -> mujoco.MjSpec:
         return getattr(importlib.import_module(module), function)(cfg)
     path = os.path.expanduser(cfg.mjcf_path)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"robot.mjcf_path={cfg.mjcf_path!r}: no such file (give a readable MJCF file)")
+        raise FileNotFoundError(f"env.robot.mjcf_path={cfg.mjcf_path!r}: no such file (give a readable MJCF file)")
     try:
         spec = mujoco.MjSpec.from_file(path)
     except Exception as err:  # mujoco raises ValueError for XML and schema errors alike
         # MuJoCo's message spans lines ("XML parse error 15:" then what and where): keep them all, on one line.
         detail = all_lines(err)
-        raise ValueError(f"robot.mjcf_path={cfg.mjcf_path!r} is not a valid MJCF file: {detail}") from None
+        raise ValueError(f"env.robot.mjcf_path={cfg.mjcf_path!r} is not a valid MJCF file: {detail}") from None
     name_unnamed_bodies(spec)
     if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.worldbody.geoms):
         spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
@@ -109,12 +109,14 @@ def name_unnamed_bodies(spec: mujoco.MjSpec) -> None:
 def _check_values(cfg: RobotCfg) -> None:
     """The robot's numbers: a start above the floor, PD gains and torque limits that are not negative."""
     if not cfg.init_base_height > 0:
-        raise ValueError(f"robot.init_base_height={cfg.init_base_height}: must be > 0 m (the base starts above ground)")
+        raise ValueError(
+            f"env.robot.init_base_height={cfg.init_base_height}: must be > 0 m (the base starts above ground)"
+        )
     for key in ("stiffness", "damping"):
         if not getattr(cfg, key) >= 0:
-            raise ValueError(f"robot.{key}={getattr(cfg, key)}: a PD gain must be >= 0")
+            raise ValueError(f"env.robot.{key}={getattr(cfg, key)}: a PD gain must be >= 0")
     if not all(limit > 0 for limit in cfg.torque_limits):
-        raise ValueError(f"robot.torque_limits={list(cfg.torque_limits)}: every limit must be > 0 N m")
+        raise ValueError(f"env.robot.torque_limits={list(cfg.torque_limits)}: every limit must be > 0 N m")
 
 
 def _check_names(spec: mujoco.MjSpec, cfg: RobotCfg) -> None:
@@ -122,16 +124,16 @@ def _check_names(spec: mujoco.MjSpec, cfg: RobotCfg) -> None:
     bodies = {b.name for b in spec.bodies}
     for name in cfg.joint_names:
         if name not in joints:
-            raise ValueError(f"robot.joint_names: joint {name!r} is not in the model (it has: {sorted(joints)})")
+            raise ValueError(f"env.robot.joint_names: joint {name!r} is not in the model (it has: {sorted(joints)})")
     for key in ("foot_bodies", "undesired_contact_bodies", "termination_contact_bodies"):
         for name in getattr(cfg, key):
             if name not in bodies:
-                raise ValueError(f"robot.{key}: body {name!r} is not in the model (it has: {sorted(bodies)})")
+                raise ValueError(f"env.robot.{key}: body {name!r} is not in the model (it has: {sorted(bodies)})")
     if cfg.base_body not in bodies:
-        raise ValueError(f"robot.base_body={cfg.base_body!r} is not in the model (it has: {sorted(bodies)})")
+        raise ValueError(f"env.robot.base_body={cfg.base_body!r} is not in the model (it has: {sorted(bodies)})")
     if len(cfg.default_joint_pos) != len(cfg.joint_names) or len(cfg.torque_limits) != len(cfg.joint_names):
         raise ValueError(
-            f"robot.default_joint_pos ({len(cfg.default_joint_pos)}) and robot.torque_limits "
+            f"env.robot.default_joint_pos ({len(cfg.default_joint_pos)}) and env.robot.torque_limits "
             f"({len(cfg.torque_limits)}) must have one entry per joint ({len(cfg.joint_names)})"
         )
 
@@ -190,12 +192,14 @@ def _index(
     actuator_of_joint = {int(model.actuator_trnid[a, 0]): a for a in range(model.nu)}
     missing = [cfg.joint_names[i] for i, j in enumerate(jids) if j not in actuator_of_joint]
     if missing:
-        raise ValueError(f"robot.joint_names: joints {missing} have no actuator (set robot.replace_actuators=true)")
+        raise ValueError(
+            f"env.robot.joint_names: joints {missing} have no actuator (set env.robot.replace_actuators=true)"
+        )
     base_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, cfg.base_body)
     if model.body_jntnum[base_id] != 1 or model.jnt_type[model.body_jntadr[base_id]] != mujoco.mjtJoint.mjJNT_FREE:
-        raise ValueError(f"robot.base_body={cfg.base_body!r} must carry exactly one free joint")
+        raise ValueError(f"env.robot.base_body={cfg.base_body!r} must carry exactly one free joint")
     if model.jnt_qposadr[model.body_jntadr[base_id]] != 0:
-        raise ValueError(f"robot.base_body={cfg.base_body!r}: its free joint must be the model's first joint")
+        raise ValueError(f"env.robot.base_body={cfg.base_body!r}: its free joint must be the model's first joint")
     return RobotModel(
         model=model,
         qpos_adr=np.array([model.jnt_qposadr[j] for j in jids], dtype=np.int64),
