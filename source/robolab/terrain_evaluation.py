@@ -16,6 +16,8 @@ import math
 
 import torch
 
+from robolab.envs.math import heading, quat_rotate, yaw_quat
+
 EVAL_TERRAIN_SEED = 1000
 """The evaluation terrain's seed: random tiles (rough ground, boxes) the policy did not train on."""
 
@@ -80,6 +82,7 @@ def evaluate_on_terrain(env, policy, friction: float | None = EVAL_FRICTION) -> 
         obs = env.reset()
         origin = terrain.env_origins[:, :2].clone()
         way = _command_way_in_world(env)
+        min_cos = math.cos(math.radians(WAY_TOLERANCE_DEG))
         half = torch.tensor(terrain.map.tile_size, device=env.device) / 2
         active = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
         success = torch.zeros_like(active)
@@ -104,7 +107,7 @@ def evaluate_on_terrain(env, policy, friction: float | None = EVAL_FRICTION) -> 
             # terrain_tile_crossed termination) reached it
             walked = env.last_base_xy - origin
             reached = active & ~fell_now & (walked.abs() >= half).any(dim=1)
-            along = (walked * way).sum(dim=1) >= math.cos(math.radians(WAY_TOLERANCE_DEG)) * walked.norm(dim=1)
+            along = (walked * way).sum(dim=1) >= min_cos * walked.norm(dim=1)
             success |= reached & along
             wrong_way |= reached & ~along
             active &= ~(reached | ended)
@@ -113,12 +116,10 @@ def evaluate_on_terrain(env, policy, friction: float | None = EVAL_FRICTION) -> 
 
 
 def _command_way_in_world(env) -> torch.Tensor:
-    """The unit direction, in the world, of each env's body-frame velocity command as its episode starts."""
-    w, x, y, z = env.state.base_quat.unbind(dim=1)
-    yaw = torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-    command = env.command(env.cfg.velocity_command)[:, :2]
-    cos, sin = yaw.cos(), yaw.sin()
-    way = torch.stack([cos * command[:, 0] - sin * command[:, 1], sin * command[:, 0] + cos * command[:, 1]], dim=1)
+    """The unit direction, in the world, of each env's body-frame velocity command as its episode starts (turned by
+    the base's heading only: the command is a velocity over the ground)."""
+    command = torch.nn.functional.pad(env.command(env.cfg.velocity_command)[:, :2], (0, 1))
+    way = quat_rotate(yaw_quat(heading(env.state.base_quat)), command)[:, :2]
     return way / way.norm(dim=1, keepdim=True).clamp_min(1e-9)
 
 
