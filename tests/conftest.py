@@ -25,6 +25,8 @@ def clean_env(**extra: str) -> dict[str, str]:
         "LOCAL_RANK",
         "SLURM_",
         "OMPI_COMM_WORLD",
+        "PMI_",
+        "MPI_LOCAL",
         "MASTER_ADDR",
         "MASTER_PORT",
         "TORCHELASTIC",

@@ -46,8 +46,21 @@ def test_context_from_torchrun_slurm_and_openmpi_variables():
         {"SLURM_NTASKS": "8", "SLURM_PROCID": "5", "SLURM_LOCALID": "1", "SLURM_NTASKS_PER_NODE": "4(x2)"}
     )
     assert (ctx.world_size, ctx.rank, ctx.local_rank, ctx.launcher, ctx.local_world_size) == (8, 5, 1, "slurm", 4)
+    # srun -n 2 in a job that gave no --ntasks-per-node: only the step's (or the job's) per-node layout says that
+    # two tasks share this node, so each takes half of its cores, not all of them.
+    ctx = read_context({"SLURM_NTASKS": "2", "SLURM_PROCID": "1", "SLURM_LOCALID": "1", "SLURM_TASKS_PER_NODE": "2"})
+    assert ctx.local_world_size == 2
+    step = {"SLURM_NTASKS": "7", "SLURM_PROCID": "6", "SLURM_LOCALID": "0", "SLURM_NODEID": "3"}
+    assert (
+        read_context({**step, "SLURM_STEP_TASKS_PER_NODE": "2(x3),1", "SLURM_TASKS_PER_NODE": "4"}).local_world_size
+        == 1
+    )
+    assert read_context({**step, "SLURM_STEP_TASKS_PER_NODE": "2(x3),1", "SLURM_NODEID": "1"}).local_world_size == 2
+    assert read_context({**step, "SLURM_TASKS_PER_NODE": "oops"}).local_world_size == 1
     ctx = read_context({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "0"})
     assert (ctx.world_size, ctx.rank, ctx.local_rank, ctx.launcher) == (2, 1, 0, "openmpi")
+    ctx = read_context({"PMI_SIZE": "4", "PMI_RANK": "3", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2"})
+    assert (ctx.world_size, ctx.rank, ctx.local_rank, ctx.launcher, ctx.local_world_size) == (4, 3, 1, "mpich", 2)
     # torchrun's variables win over Slurm's when both are present (torchrun inside an srun allocation)
     both = {"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0", "SLURM_NTASKS": "1", "SLURM_PROCID": "0"}
     assert read_context(both).launcher == "torchrun"

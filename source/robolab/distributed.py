@@ -32,12 +32,16 @@ LAUNCHER_VARIABLES = {
     "torchrun": ("WORLD_SIZE", "RANK", "LOCAL_RANK"),
     "slurm": ("SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID"),
     "openmpi": ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
+    "mpich": ("PMI_SIZE", "PMI_RANK", "MPI_LOCALRANKID"),  # MPICH's and Intel MPI's Hydra process manager
 }
-# Processes on this node, used to share the CPU cores between them.
+# Processes on this node, used to share the CPU cores between them. Slurm's are per node, in its compressed form
+# ("2(x3),1": two tasks on each of the first three nodes, one on the fourth): the step's layout first (srun's own,
+# set even when the job gave no --ntasks-per-node), then the job's.
 LOCAL_SIZE_VARIABLES = {
-    "torchrun": "LOCAL_WORLD_SIZE",
-    "slurm": "SLURM_NTASKS_PER_NODE",
-    "openmpi": "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "torchrun": ("LOCAL_WORLD_SIZE",),
+    "slurm": ("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"),
+    "openmpi": ("OMPI_COMM_WORLD_LOCAL_SIZE",),
+    "mpich": ("MPI_LOCALNRANKS",),
 }
 
 
@@ -85,14 +89,34 @@ def read_context(env: Mapping[str, str] | None = None) -> DistributedContext:
         world_size = _int_var(env, size_var)
         rank = _int_var(env, rank_var) if rank_var in env else 0
         local_rank = _int_var(env, local_var) if local_var in env else 0
-        local_size_var = LOCAL_SIZE_VARIABLES[launcher]
-        # SLURM_NTASKS_PER_NODE may read like "2(x3)"; its leading number is the per-node count.
-        local_size = env.get(local_size_var, "").split("(")[0]
-        local_world_size = int(local_size) if local_size.isdigit() else 1
-        ctx = DistributedContext(world_size, rank, local_rank, launcher, max(1, local_world_size))
+        local_world_size = _local_size(env, launcher)
+        ctx = DistributedContext(world_size, rank, local_rank, launcher, local_world_size)
         validate_ranks(ctx)
         return ctx
     return DistributedContext()
+
+
+def _local_size(env: Mapping[str, str], launcher: str) -> int:
+    """Processes on this node, from the first of the launcher's per-node variables that is set (1 if none is)."""
+    node = env.get("SLURM_NODEID", "0")
+    node = int(node) if node.isdigit() else 0
+    for name in LOCAL_SIZE_VARIABLES[launcher]:
+        if name in env:
+            counts = _per_node_counts(env[name])
+            if counts:
+                return max(1, counts[min(node, len(counts) - 1)])
+    return 1
+
+
+def _per_node_counts(value: str) -> list[int]:
+    """Slurm's compressed per-node counts expanded: "2(x3),1" -> [2, 2, 2, 1]; [] if it does not read so."""
+    counts = []
+    for part in value.split(","):
+        number, _, repeat = part.strip().partition("(x")
+        if not number.isdigit() or (repeat and not repeat.rstrip(")").isdigit()):
+            return []
+        counts += [int(number)] * (int(repeat.rstrip(")")) if repeat else 1)
+    return counts
 
 
 def validate_ranks(ctx: DistributedContext) -> None:

@@ -216,7 +216,8 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
     num_envs = getattr(env_cfg, "num_envs", None) or job.cfg.env.get("num_envs", "the task's")
     print(
         f"[robolab] rank {ctx.rank}/{ctx.world_size} (local rank {ctx.local_rank}, launcher {ctx.launcher}): "
-        f"device {job.device}, seed {job.seed}, {num_envs} envs"
+        f"device {job.device}, seed {job.seed}, {num_envs} envs, {ctx.local_world_size} process(es) on this node "
+        f"sharing its cores"
     )
     video = _video_options(options, plan) if ctx.is_main else None
     recorder = None
