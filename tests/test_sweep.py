@@ -100,7 +100,9 @@ def test_slurm_launcher_config_resolves_to_submitit():
         cfg = hydra.compose("train", overrides=["hydra/launcher=slurm"], return_hydra_config=True)
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
-    assert launcher.gpus_per_node == 8 and launcher.tasks_per_node == 1
+    # a job asks for nothing a node without GPUs lacks (its size comes from hydra.launcher.* on the command line)
+    assert launcher.gpus_per_node is None and launcher.cpus_per_task is None and launcher.mem_gb is None
+    assert launcher.tasks_per_node == 1 and launcher.nodes == 1
     hydra.utils.get_class(launcher._target_)  # the plugin is installed and importable
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -112,9 +114,40 @@ def test_unreadable_mjcf_is_one_line_error(tmp_path, log_root):
 
 
 @pytest.mark.slow
-def test_list_tasks_prints_registered_ids():
+@pytest.mark.parametrize("script", ["train.py", "play.py", "benchmark.py"])  # all share robolab.cli's parser
+def test_help_shows_each_flag_s_default(script):
+    import re
+
+    res = run([sys.executable, str(ROOT / "scripts" / script), "--help"], env=clean_env(COLUMNS="300"))
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())  # argparse wraps lines
+    assert "(default: None)" not in text
+    expected = {
+        "train.py": [
+            "--task TASK task id (see --list_tasks) (default: RoboLab-Velocity-Flat-Go2-v0)",
+            "(default: the task's)",
+        ],
+        "play.py": ["--num_envs NUM_ENVS (default: 64)"],
+        "benchmark.py": ["--num_envs NUM_ENVS envs per process (default: 1024)"],
+    }[script]
+    for fragment in expected:
+        assert fragment in text, (fragment, re.findall(r"--num_envs[^-]*", text))
+
+
+def test_list_tasks_prints_registered_ids_under_a_header_and_says_why_isaac_lab_s_are_missing():
+    from robolab.tasks import isaaclab_installed
+
     res = run(train_cmd("--list_tasks"))
     assert res.returncode == 0 and "RoboLab-Velocity-Flat-Go2-v0" in res.stdout
+    lines = res.stdout.strip().splitlines()
+    assert lines[0].startswith("task (--task)") and "what it trains" in lines[0]
+    missing = "Isaac Lab's tasks (Isaac-*, RoboLab-Isaac-*) are not listed: Isaac Lab is not installed"
+    assert (missing in lines[-1]) == (not isaaclab_installed())
+    # a reader that stops early (`| head -1`) is no error
+    piped = subprocess.run(
+        f"{shlex.join(train_cmd('--list_tasks'))} | head -1", shell=True, capture_output=True, text=True, timeout=120
+    )
+    assert piped.stdout.startswith("task (--task)") and piped.stderr == "", piped.stderr
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import difflib
 import math
 import os
@@ -25,6 +26,9 @@ def one_line_errors(program: Callable[[], object], extra: tuple[type[BaseExcepti
     """Run ``program``; a user error becomes one line on stderr and exit code 2 (0 otherwise)."""
     try:
         program()
+    except BrokenPipeError:  # the reader went away (`| head`): no error line, the exit status a shell gives SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 128 + 13
     except USER_ERRORS + extra as err:
         if os.environ.get("ROBOLAB_DEBUG"):
             raise
@@ -43,9 +47,37 @@ def one_line_errors(program: Callable[[], object], extra: tuple[type[BaseExcepti
     return 0
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """``--help`` shows each flag's default where it has one; a flag whose default is None (the task's own value,
+    or off) says nothing more, rather than "(default: None)"."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        return f"{text} (default: %(default)s)" if self._shows_default(action) and text.strip() else text
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if not (action.help and action.help.strip()) and self._shows_default(action):
+            action = copy.copy(action)  # a flag without help still shows its default
+            action.help = "(default: %(default)s)"
+        return super()._format_action(action)
+
+    @staticmethod
+    def _shows_default(action: argparse.Action) -> bool:
+        return (
+            bool(action.option_strings)
+            and action.default not in (None, False, argparse.SUPPRESS)
+            and "%(default)" not in (action.help or "")
+        )
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser, whose errors (a missing or malformed flag value) are ``ValueError``s: one line and exit code
-    2 through ``one_line_errors``, as every other bad input, instead of argparse's usage block."""
+    2 through ``one_line_errors``, as every other bad input, instead of argparse's usage block. ``--help`` shows the
+    defaults (``DefaultsHelpFormatter``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         raise ValueError(f"{self.prog}: {message}")

@@ -38,16 +38,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--agent", default=DEFAULT_AGENT, help="the task's agent config entry point (--list_tasks shows each task's)"
     )
-    p.add_argument("--num_envs", type=int, default=None, help="environments per process")
+    p.add_argument("--num_envs", type=int, default=None, help="environments per process (default: the task's)")
     p.add_argument(
         "--max_iterations",
         type=int,
         default=None,
         help="a new run: iterations to train; --resume (or --load_run/--checkpoint): that many more, as in Isaac Lab; "
-        "a restarted job (--resume auto, torchrun or Slurm restart) keeps its planned final iteration",
+        "a restarted job (--resume auto, torchrun or Slurm restart) keeps its planned final iteration "
+        "(default: the agent "
+        "config's max_iterations)",
     )
     p.add_argument(
-        "--seed", type=int, default=None, help="base seed, each process adds its global rank; -1 draws one (logged)"
+        "--seed",
+        type=int,
+        default=None,
+        help="base seed, each process adds its global rank; -1 draws one (logged) (default: the agent config's seed)",
     )
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
     p.add_argument("--distributed", action="store_true", help="one process per GPU (or CPU rank) from the launcher")
@@ -109,13 +114,22 @@ def parse_flags(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     return parse(build_parser(), bare_resume(sys.argv[1:] if argv is None else argv))
 
 
+def print_task_list() -> None:
+    """One line a task: its id for --task, what it trains, and any other agent configs --agent takes."""
+    print(f"{'task (--task)':42s} what it trains (other --agent configs in brackets)")
+    for task_id in tasks.list_tasks():
+        agents = ", ".join(a for a in tasks.agent_entry_points(task_id) if a != DEFAULT_AGENT)
+        more = f" (--agent {agents})" if agents else ""
+        print(f"{task_id:42s} {tasks.description(task_id)}{more}")
+    if not tasks.isaaclab_installed():
+        note = "Isaac Lab is not installed (README, 'Isaac Lab')"
+        print(f"Isaac Lab's tasks (Isaac-*, RoboLab-Isaac-*) are not listed: {note}")
+
+
 def train(argv: list[str] | None = None) -> dict | None:
     args, hydra_overrides = parse_flags(argv)
     if args.list_tasks:
-        for task_id in tasks.list_tasks():
-            agents = ", ".join(a for a in tasks.agent_entry_points(task_id) if a != DEFAULT_AGENT)
-            more = f" (--agent {agents})" if agents else ""
-            print(f"{task_id:40s} {tasks.description(task_id)}{more}")
+        print_task_list()
         return None
     args.isaaclab_launcher = isaaclab_launcher_args(args)
     from robolab.sweep import check_sweep_flags
