@@ -188,3 +188,18 @@ def test_a_gpu_checkpoint_plays_on_a_cpu(trained_run, tmp_path):
     play = [sys.executable, str(ROOT / "scripts" / "play.py"), "--checkpoint", str(run_dir / "model_1.pt")]
     res = run([*play, "--num_envs", "2", "--steps", "3", "--no_export", "--device", "cpu"])
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("NoSuch-Task-v0", "unknown task 'NoSuch-Task-v0'"),
+        ("RoboLab-Velocity-Flat-Go2-v0 env.decimation=abc", "env.decimation"),
+    ],
+)
+def test_sim2sim_checks_its_target_before_it_runs_the_source(tmp_path, target, message):
+    # No run exists under this log root: had the source run first, that would be the error reported.
+    task, *overrides = target.split()
+    res = run([sys.executable, SIM2SIM, "--log_root", str(tmp_path / "none"), "--target", task, *overrides])
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert message in res.stderr, res.stderr

@@ -65,6 +65,12 @@ def run(argv: list[str] | None = None) -> dict:
             return None
         return VideoOptions(video_dir(checkpoint_path, side, task), args.video_length, args.video_length * 1000)
 
+    # Every input is checked before the source run, which takes minutes: the target task (an Isaac Lab one needs
+    # Isaac Lab installed), its overrides and its env config.
+    job = join(
+        args.target, evaluation.eval_overrides(args.target, args.num_envs, args.seed) + target_overrides, device, False
+    )
+    target_cfg = env_config(args.target, job)
     source = prepare_policy(
         args.task,
         evaluation.eval_overrides(args.task, args.num_envs, args.seed),
@@ -79,12 +85,9 @@ def run(argv: list[str] | None = None) -> dict:
         env = recorded(source.env, args, args.task, video_dir(source.checkpoint, "source", args.task), source.closer)
         in_source = sim2sim.judge(env, policy, steps, gaits, feet)
     policy.reset()
-    job = join(
-        args.target, evaluation.eval_overrides(args.target, args.num_envs, args.seed) + target_overrides, device, False
-    )
     with contextlib.ExitStack() as closer:
         target_video = isaaclab_video("target", args.target, source.checkpoint)
-        env, _ = open_env(args.target, env_config(args.target, job), job, closer, target_video)
+        env, _ = open_env(args.target, target_cfg, job, closer, target_video)
         env = recorded(env, args, args.target, video_dir(source.checkpoint, "target", args.target), closer)
         target_interface = sim2sim.interface_of(args.target, env)
         mapped = sim2sim.MappedPolicy(policy, source_interface, target_interface, device)
