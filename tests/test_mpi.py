@@ -10,16 +10,13 @@ import sys
 
 import pytest
 
-from conftest import ROOT, TINY, clean_env, free_port
+from conftest import ROOT, TINY, clean_env, free_port, require_launcher
 
 
 @pytest.mark.slow
 def test_mpirun_starts_two_ranks_that_train_and_pass_the_replication_check(tmp_path):
-    if shutil.which("mpirun") is None:
-        reason = "Open MPI's mpirun is not installed (.ci/run installs openmpi-bin)"
-        if os.environ.get("ROBOLAB_REQUIRE_LAUNCHERS"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    absent = shutil.which("mpirun") is None
+    require_launcher("Open MPI's mpirun is not installed (.ci/run installs openmpi-bin)" if absent else None)
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     cmd = [
         "mpirun", *root, "--oversubscribe", "-np", "2", "-x", f"MASTER_PORT={free_port()}", "-x", "PATH",

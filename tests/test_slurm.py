@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TINY, clean_env, free_port
+from conftest import ROOT, TINY, clean_env, free_port, require_launcher
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo")
 JOB_ARGS = ["--task", "RoboLab-Velocity-Flat-Go2-v0", "--device", "cpu", *TINY]
@@ -118,11 +118,7 @@ PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    reason = _missing()
-    if reason:
-        if os.environ.get("ROBOLAB_REQUIRE_LAUNCHERS"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require_launcher(_missing())
     # One cluster at a time on this machine: pytest-xdist workers that both run tests of this file take turns
     # (two clusters would share munged, and one's teardown would stop it under the other's jobs).
     with open(Path(tempfile.gettempdir()) / "robolab-test-slurm.lock", "w") as lock:
@@ -138,7 +134,7 @@ def slurm(tmp_path_factory):
 SBATCH = str(ROOT / "scripts" / "slurm" / "train.sbatch")
 
 
-def _submit_dir_args(cluster: Cluster) -> list[str]:
+def _output_args(cluster: Cluster) -> list[str]:
     # submitted from the repository root (the script runs its scripts/), the output beside the cluster's files
     return [f"--output={cluster.root}/slurm-%j.out"]
 
@@ -146,7 +142,7 @@ def _submit_dir_args(cluster: Cluster) -> list[str]:
 @pytest.mark.slow
 def test_srun_mode_runs_one_rank_per_task_with_the_replication_check(slurm, tmp_path):
     job = slurm.sbatch(
-        *_submit_dir_args(slurm), "--ntasks=2", SBATCH, *JOB_ARGS, "--max_iterations", "2",
+        *_output_args(slurm), "--ntasks=2", SBATCH, *JOB_ARGS, "--max_iterations", "2",
         "--check_replication_every", "1", "--log_root", str(tmp_path),
     )  # fmt: skip
     out = slurm.output(job)
@@ -163,7 +159,7 @@ def test_srun_mode_runs_one_rank_per_task_with_the_replication_check(slurm, tmp_
 def test_torchrun_mode_starts_one_torchrun_per_node_and_ends_completed(slurm, tmp_path):
     # Before: one torchrun per Slurm task, two rendezvous on one node, and the job FAILED after training.
     job = slurm.sbatch(
-        *_submit_dir_args(slurm), "--ntasks=2", SBATCH, *JOB_ARGS, "--max_iterations", "2",
+        *_output_args(slurm), "--ntasks=2", SBATCH, *JOB_ARGS, "--max_iterations", "2",
         "--check_replication_every", "1", "--log_root", str(tmp_path), launch="torchrun",
     )  # fmt: skip
     out = slurm.output(job)
@@ -175,7 +171,7 @@ def test_torchrun_mode_starts_one_torchrun_per_node_and_ends_completed(slurm, tm
 @pytest.mark.slow
 def test_a_requeued_job_resumes_its_own_checkpoint(slurm, tmp_path):
     job = slurm.sbatch(
-        *_submit_dir_args(slurm), "--ntasks=1", SBATCH, *JOB_ARGS, "--max_iterations", "100",
+        *_output_args(slurm), "--ntasks=1", SBATCH, *JOB_ARGS, "--max_iterations", "100",
         "agent.save_interval=5", "--log_root", str(tmp_path), wait=False,
     )  # fmt: skip
     deadline = time.monotonic() + 240

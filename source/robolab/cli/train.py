@@ -45,8 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="a new run: iterations to train; --resume (or --load_run/--checkpoint): that many more, as in Isaac Lab; "
         "a restarted job (--resume auto, torchrun or Slurm restart) keeps its planned final iteration "
-        "(default: the agent "
-        "config's max_iterations)",
+        "(default: the agent config's max_iterations)",
     )
     p.add_argument(
         "--seed",

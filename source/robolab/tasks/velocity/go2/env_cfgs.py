@@ -120,7 +120,7 @@ def rough_commands() -> dict[str, CommandTermCfg]:
 
     Forward-biased: forward speed in [0, 1] m/s, lateral in [-0.3, 0.3]; the heading turns the robot to any way in
     the world. Under symmetric commands the Go2 learned to climb stairs backwards and sideways and never forwards
-    (docs/terrain.md, "Today's defaults"), since either way earns the curriculum's promotion."""
+    (docs/terrain.md, "Symmetric commands"), since either way earns the curriculum's promotion."""
     commands = velocity_commands(heading_command=True)
     commands["base_velocity"].params.update({"lin_vel_x": (0.0, 1.0), "lin_vel_y": (-0.3, 0.3)})
     return commands
