@@ -88,10 +88,15 @@ def policy_metadata(env, policy, task: str) -> dict[str, str]:
             "joint_names": ",".join(actions["joint_names"]),
             "action_scale": repr(actions["scale"]),
             "default_joint_pos": ",".join(repr(v) for v in actions["offset"]),
-            "joint_stiffness": repr(articulation["stiffness"]),
-            "joint_damping": repr(articulation["damping"]),
+            "joint_stiffness": _numbers(articulation["stiffness"]),
+            "joint_damping": _numbers(articulation["damping"]),
             "control_dt": repr(io["scene"]["dt"]),
             "robolab.io_descriptors": json.dumps({**io, "observations": {g: io["observations"][g] for g in groups}}),
         }
     )
     return meta
+
+
+def _numbers(value: float | list[float]) -> str:
+    """One gain, or one per joint comma-separated (as ``default_joint_pos``)."""
+    return ",".join(repr(v) for v in value) if isinstance(value, list) else repr(value)

@@ -199,6 +199,18 @@ def foot_contact(env, feet: list[str], threshold_n: float = 1.0) -> torch.Tensor
     return torch.linalg.norm(_torch(sensor.data.net_forces_w)[:, ids], dim=-1) > threshold_n
 
 
+def gait_patterns(*env_cfgs) -> tuple[dict[str, list[list[str]]], list[str]]:
+    """The gait patterns both sides are scored on, and the feet they name: those of the first robolab env config
+    among ``env_cfgs`` (its ``gaits`` and ``robot.foot_bodies``; an Isaac Lab task of the same robot names its feet
+    alike); none when no config is robolab's."""
+    from robolab.envs.velocity_env_cfg import VelocityEnvCfg
+
+    for cfg in env_cfgs:
+        if isinstance(cfg, VelocityEnvCfg):
+            return dict(cfg.gaits or {}), list(cfg.robot.foot_bodies)
+    return {}, []
+
+
 def judge(env, policy, steps: int, gaits: dict[str, list[list[str]]], feet: list[str]) -> dict:
     """Tracking error and fall rate (``evaluation.evaluate``) and the share of steps showing each gait pattern."""
     from robolab import evaluation

@@ -41,18 +41,27 @@ class GaitCfg:
     def __post_init__(self) -> None:
         if self.gait not in PHASE_OFFSETS:
             raise ValueError(f"gait={self.gait!r}: allowed: {', '.join(PHASE_OFFSETS)}")
-        for name, ok, allowed in (
+        check_clip_settings(
+            self,
             ("speed", abs(self.speed) <= 5.0, "a finite speed within +-5 m/s"),
             ("period", 0.05 <= self.period <= 5.0, "in [0.05, 5] s"),
             ("duty", 0.0 < self.duty < 1.0, "in (0, 1)"),
             ("step_height", 0.0 <= self.step_height <= 0.3, "in [0, 0.3] m"),
-            ("duration", 0.0 < self.duration <= 600.0, "in (0, 600] s"),
-            ("fps", 1.0 <= self.fps <= MAX_FPS, f"in [1, {MAX_FPS:g}] frames per second"),
-        ):
-            if not ok:  # (NaN compares false: refused too)
-                raise ValueError(f"--{name}={getattr(self, name)}: {allowed}")
-        if self.duration * self.fps < 1:
-            raise ValueError(f"--duration={self.duration} at --fps={self.fps}: under 2 frames; a clip needs at least 2")
+        )
+
+
+def check_clip_settings(cfg, *rules: tuple[str, bool, str]) -> None:
+    """Refuse, in one line naming the flag, a setting of a scripted clip's config whose rule (name, holds, allowed)
+    fails, or a duration and frame rate that make under 2 frames (the rules of ``duration`` and ``fps`` are added)."""
+    common = (
+        ("duration", 0.0 < cfg.duration <= 600.0, "in (0, 600] s"),
+        ("fps", 1.0 <= cfg.fps <= MAX_FPS, f"in [1, {MAX_FPS:g}] frames per second"),
+    )
+    for name, ok, allowed in (*rules, *common):
+        if not ok:  # (NaN compares false: refused too)
+            raise ValueError(f"--{name}={getattr(cfg, name)}: {allowed}")
+    if cfg.duration * cfg.fps < 1:
+        raise ValueError(f"--duration={cfg.duration} at --fps={cfg.fps}: under 2 frames; a clip needs at least 2")
 
 
 @dataclass

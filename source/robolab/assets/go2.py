@@ -12,6 +12,7 @@ import mujoco
 
 from robolab.assets.loader import add_pd_actuator
 from robolab.assets.robot_cfg import RobotCfg
+from robolab.assets.scene import FOOT_CONTACT, add_floor, collision, set_options
 
 LEGS = ("FL", "FR", "RL", "RR")
 HIP_OFFSET = {"FL": (0.1934, 0.0465), "FR": (0.1934, -0.0465), "RL": (-0.1934, 0.0465), "RR": (-0.1934, -0.0465)}
@@ -27,8 +28,8 @@ def build_go2_spec(cfg: RobotCfg) -> mujoco.MjSpec:
     """Return the robot on a flat floor, with PD actuators, contact sensors, an IMU site and a home key."""
     spec = mujoco.MjSpec()
     spec.modelname = "robolab_go2"
-    _set_options(spec)
-    _add_floor(spec)
+    set_options(spec)
+    add_floor(spec)
 
     base = spec.worldbody.add_body(name="base", pos=[0, 0, cfg.init_base_height])
     base.add_freejoint(name="root")
@@ -47,44 +48,13 @@ def build_go2_spec(cfg: RobotCfg) -> mujoco.MjSpec:
     if unknown:
         raise ValueError(f"env.robot.joint_names: joint {unknown[0]!r} is not in the model (it has: {sorted(ranges)})")
     # (lengths that do not match are named by the loader's checks)
-    for joint, limit in zip(cfg.joint_names, cfg.torque_limits):
-        add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, ranges[joint])
+    for joint, limit, kp, kd in zip(cfg.joint_names, cfg.torque_limits, *cfg.gains()):
+        add_pd_actuator(spec, joint, kp, kd, limit, ranges[joint])
 
     default = dict(zip(cfg.joint_names, cfg.default_joint_pos))
     home = [default.get(joint, 0.0) for joint in ranges]  # qpos follows the model's joint order
     spec.add_key(name="home", qpos=[0, 0, cfg.init_base_height, 1, 0, 0, 0, *home])
     return spec
-
-
-def _set_options(spec: mujoco.MjSpec) -> None:
-    spec.option.timestep = 0.005
-    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
-    spec.option.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
-    # A light Newton solve: a few iterations are enough for feet on flat ground and keep stepping cheap.
-    spec.option.iterations = 4
-    spec.option.ls_iterations = 6
-    # Leave unstable states non-finite instead of silently resetting them, so the env can count them.
-    spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_AUTORESET
-    spec.compiler.degree = False
-
-
-def _add_floor(spec: mujoco.MjSpec) -> None:
-    # Floor: contype 0 / conaffinity 1; robot geoms: contype 1 / conaffinity 0. The robot collides with the
-    # floor only, never with itself, which is what a flat velocity task wants and halves collision work.
-    spec.worldbody.add_geom(
-        name="floor",
-        type=mujoco.mjtGeom.mjGEOM_PLANE,
-        size=[0, 0, 0.05],
-        contype=0,
-        conaffinity=1,
-        friction=[1.0, 0.005, 0.0001],
-        rgba=[0.5, 0.6, 0.7, 1],
-    )
-    spec.worldbody.add_light(pos=[0, 0, 3], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
-
-
-def _collision(**kw) -> dict:
-    return dict(contype=1, conaffinity=0, **kw)
 
 
 def _add_leg(base: mujoco.MjsBody, leg: str) -> None:
@@ -98,7 +68,7 @@ def _add_leg(base: mujoco.MjsBody, leg: str) -> None:
         quat=[0.7071068, 0.7071068, 0, 0],
         pos=[0, side * 0.08, 0],
         mass=0.678,
-        **_collision(rgba=[0.3, 0.3, 0.3, 1]),
+        **collision(rgba=[0.3, 0.3, 0.3, 1]),
     )
     thigh = hip.add_body(name=f"{leg}_thigh", pos=[0, side * THIGH_Y, 0])
     thigh.add_joint(name=f"{leg}_thigh_joint", axis=[0, 1, 0], range=THIGH_RANGE[leg[0]], armature=0.01)
@@ -107,7 +77,7 @@ def _add_leg(base: mujoco.MjsBody, leg: str) -> None:
         fromto=[0, 0, 0, 0, 0, -LINK * 0.9],
         size=[0.0245, 0, 0],
         mass=1.152,
-        **_collision(rgba=[0.8, 0.8, 0.8, 1]),
+        **collision(rgba=[0.8, 0.8, 0.8, 1]),
     )
     calf = thigh.add_body(name=f"{leg}_calf", pos=[0, 0, -LINK])
     calf.add_joint(name=f"{leg}_calf_joint", axis=[0, 1, 0], range=CALF_RANGE, armature=0.01)
@@ -116,17 +86,15 @@ def _add_leg(base: mujoco.MjsBody, leg: str) -> None:
         fromto=[0, 0, 0, 0, 0, -LINK + 0.03],
         size=[0.013, 0, 0],
         mass=0.154,
-        **_collision(rgba=[0.3, 0.3, 0.3, 1]),
+        **collision(rgba=[0.3, 0.3, 0.3, 1]),
     )
     foot = calf.add_body(name=f"{leg}_foot", pos=[0, 0, -LINK])
     foot.add_geom(
         type=mujoco.mjtGeom.mjGEOM_SPHERE,
         size=[FOOT_RADIUS, 0, 0],
         mass=0.04,
-        priority=1,
-        condim=3,
-        friction=[1.0, 0.02, 0.01],
-        **_collision(rgba=[0.1, 0.1, 0.1, 1]),
+        **FOOT_CONTACT,
+        **collision(rgba=[0.1, 0.1, 0.1, 1]),
     )
     foot.add_site(name=f"{leg}_foot_site", size=[FOOT_RADIUS * 1.1, 0, 0])
 

@@ -37,6 +37,7 @@ class RobotModel:
     termination_sensor_adr: np.ndarray
     torque_sensor_adr: np.ndarray  # (joints,) actuator force sensors, policy order
     foot_pos_sensor_adr: np.ndarray  # (n_feet,) sensordata address of each foot's 3-d position in the base frame
+    foot_vel_sensor_adr: np.ndarray  # (n_feet,) sensordata address of each foot's 3-d linear velocity, world frame
     foot_body_ids: np.ndarray  # body ids of the same groups (gait features read the feet's poses)
     undesired_body_ids: np.ndarray
     termination_body_ids: np.ndarray
@@ -56,9 +57,9 @@ def load_robot(cfg: RobotCfg, timestep: float = 0.005, terrain: TerrainMap | Non
     if cfg.mjcf_path is not None and cfg.replace_actuators:
         for act in list(spec.actuators):
             spec.delete(act)
-        for joint, limit in zip(cfg.joint_names, cfg.torque_limits):
+        for joint, limit, kp, kd in zip(cfg.joint_names, cfg.torque_limits, *cfg.gains()):
             rng = spec.joint(joint).range
-            add_pd_actuator(spec, joint, cfg.stiffness, cfg.damping, limit, (rng[0], rng[1]))
+            add_pd_actuator(spec, joint, kp, kd, limit, (rng[0], rng[1]))
     contact_sensors = {
         "foot": [_add_contact_sensor(spec, b) for b in cfg.foot_bodies],
         "undesired": [_add_contact_sensor(spec, b) for b in cfg.undesired_contact_bodies],
@@ -66,11 +67,12 @@ def load_robot(cfg: RobotCfg, timestep: float = 0.005, terrain: TerrainMap | Non
     }
     torque_names = [_add_torque_sensor(spec, joint) for joint in cfg.joint_names]
     foot_pos_names = [_add_foot_position_sensor(spec, foot, cfg.base_body) for foot in cfg.foot_bodies]
+    foot_vel_names = [_add_foot_velocity_sensor(spec, foot) for foot in cfg.foot_bodies]
     try:
         model = spec.compile()
     except ValueError as err:
         raise ValueError(f"robot model {cfg.mjcf_path or cfg.builder} does not compile: {err}") from None
-    return _index(model, cfg, contact_sensors, torque_names, foot_pos_names)
+    return _index(model, cfg, contact_sensors, torque_names, foot_pos_names, foot_vel_names)
 
 
 def _load_spec(cfg: RobotCfg) -> mujoco.MjSpec:
@@ -115,6 +117,14 @@ def _check_values(cfg: RobotCfg) -> None:
     for key in ("stiffness", "damping"):
         if not getattr(cfg, key) >= 0:
             raise ValueError(f"env.robot.{key}={getattr(cfg, key)}: a PD gain must be >= 0")
+    for key in ("joint_stiffness", "joint_damping"):
+        values = list(getattr(cfg, key))
+        if not all(v >= 0 for v in values):
+            raise ValueError(f"env.robot.{key}={values}: every PD gain must be >= 0")
+        if values and len(values) != len(cfg.joint_names):
+            raise ValueError(
+                f"env.robot.{key} has {len(values)} entries: give one per joint ({len(cfg.joint_names)}) or none"
+            )
     if not all(limit > 0 for limit in cfg.torque_limits):
         raise ValueError(f"env.robot.torque_limits={list(cfg.torque_limits)}: every limit must be > 0 N m")
 
@@ -171,12 +181,19 @@ def _add_foot_position_sensor(spec: mujoco.MjSpec, foot: str, base: str) -> str:
     return name
 
 
+def _add_foot_velocity_sensor(spec: mujoco.MjSpec, foot: str) -> str:
+    name = f"robolab_foot_vel_{foot}"
+    spec.add_sensor(name=name, type=mujoco.mjtSensor.mjSENS_FRAMELINVEL, objtype=mujoco.mjtObj.mjOBJ_BODY, objname=foot)
+    return name
+
+
 def _index(
     model: mujoco.MjModel,
     cfg: RobotCfg,
     sensors: dict[str, list[str]],
     torque_names: list[str],
     foot_pos_names: list[str],
+    foot_vel_names: list[str],
 ) -> RobotModel:
     def joint_ids():
         return [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in cfg.joint_names]
@@ -211,6 +228,7 @@ def _index(
         termination_sensor_adr=sensor_adr(sensors["termination"]),
         torque_sensor_adr=sensor_adr(torque_names),
         foot_pos_sensor_adr=sensor_adr(foot_pos_names),
+        foot_vel_sensor_adr=sensor_adr(foot_vel_names),
         foot_body_ids=body_ids(cfg.foot_bodies),
         undesired_body_ids=body_ids(cfg.undesired_contact_bodies),
         termination_body_ids=body_ids(cfg.termination_contact_bodies),

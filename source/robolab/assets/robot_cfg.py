@@ -37,10 +37,21 @@ class RobotCfg:
     init_base_height: float = 0.3
     """Base height at reset (m)."""
     stiffness: float = 25.0
-    """PD position gain (N m / rad) used when the actuators are built or replaced by robolab."""
+    """PD position gain (N m / rad) of every joint, used when the actuators are built or replaced by robolab."""
     damping: float = 0.5
-    """PD velocity gain (N m s / rad)."""
+    """PD velocity gain (N m s / rad) of every joint."""
+    joint_stiffness: list[float] = field(default_factory=list)
+    """Per-joint PD position gains (policy order), in place of ``stiffness``; empty: ``stiffness`` for all."""
+    joint_damping: list[float] = field(default_factory=list)
+    """Per-joint PD velocity gains (policy order), in place of ``damping``; empty: ``damping`` for all."""
     torque_limits: list[float] = field(default_factory=list)
     """Actuator force limits (N m), policy order."""
     replace_actuators: bool = True
     """For a loaded MJCF: drop its actuators and add robolab's PD actuators on ``joint_names``."""
+
+    def gains(self) -> tuple[list[float], list[float]]:
+        """Each joint's (stiffness, damping), policy order: the per-joint lists, or the scalars repeated."""
+        count = len(self.joint_names)
+        kp = list(self.joint_stiffness) if self.joint_stiffness else [self.stiffness] * count
+        kd = list(self.joint_damping) if self.joint_damping else [self.damping] * count
+        return [float(v) for v in kp], [float(v) for v in kd]

@@ -8,31 +8,45 @@ import os
 import numpy as np
 
 from robolab.amp.motion import MAX_FPS, MotionClip, clip_from_arrays, load_clip, read_arrays
+from robolab.assets import RobotCfg
 from robolab.cli import ArgumentParser, one_line_errors, positive_float
-from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
+
+GAITS = {"go2": ("trot", "pace"), "g1": ("walk",)}
+"""The scripted gaits of each built-in robot (``--robot``); the first is the default."""
+
+
+def robot_cfg(robot: str) -> RobotCfg:
+    if robot == "g1":
+        from robolab.tasks.velocity.g1.env_cfgs import g1_robot_cfg
+
+        return g1_robot_cfg()
+    from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
+
+    return go2_robot_cfg()
 
 
 def _generate(args) -> dict:
-    from robolab.amp.gait import GaitCfg, generate_clip
+    gait = args.gait or GAITS[args.robot][0]
+    if gait not in GAITS[args.robot]:
+        raise ValueError(f"--gait={gait}: the {args.robot} has {', '.join(GAITS[args.robot])}")
+    given = {"speed": args.speed, "period": args.period, "duty": args.duty, "step_height": args.step_height}
+    common = {k: v for k, v in given.items() if v is not None}  # (each gait keeps its own defaults)
+    if args.robot == "g1":
+        from robolab.amp.biped import BipedGaitCfg, generate_walk
 
-    cfg = GaitCfg(
-        gait=args.gait,
-        speed=args.speed,
-        period=args.period,
-        duty=args.duty,
-        step_height=args.step_height,
-        duration=args.duration,
-        fps=args.fps,
-    )
-    clip = generate_clip(cfg)
-    robot = go2_robot_cfg()
+        clip = generate_walk(BipedGaitCfg(**common, duration=args.duration, fps=args.fps))
+    else:
+        from robolab.amp.gait import GaitCfg, generate_clip
+
+        clip = generate_clip(GaitCfg(gait=gait, **common, duration=args.duration, fps=args.fps))
+    robot = robot_cfg(args.robot)
     clip.save(args.output, robot.joint_names, robot.foot_bodies)
     written = os.path.abspath(args.output)
     return {"written": written, "frames": clip.num_frames, "fps": clip.fps, "duration_s": clip.duration}
 
 
 def _inspect(args) -> dict:
-    robot = go2_robot_cfg()
+    robot = robot_cfg(args.robot)
     clip = load_clip(args.file, robot.joint_names, robot.foot_bodies)
     return {
         "file": args.file,
@@ -48,7 +62,7 @@ def _inspect(args) -> dict:
 
 def _convert(args) -> dict:
     """Resample to another frame rate and/or rename joints (``--rename old=new``) into the robot's order."""
-    robot = go2_robot_cfg()
+    robot = robot_cfg(args.robot)
     data = read_arrays(args.file)
     bad = [pair for pair in args.rename if pair.count("=") != 1 or not all(pair.split("="))]
     if bad:
@@ -84,23 +98,30 @@ def _convert(args) -> dict:
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(description="AMP reference clips (format: see robolab.amp.motion).")
     sub = p.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("generate", help="a scripted trot or pace for the built-in Go2-class robot")
-    g.add_argument("--gait", default="trot", choices=["trot", "pace"])
-    g.add_argument("--speed", type=float, default=0.6, help="forward speed (m/s)")
-    g.add_argument("--period", type=float, default=0.5, help="gait cycle (s)")
-    g.add_argument("--duty", type=float, default=0.5, help="share of the cycle a foot is down")
-    g.add_argument("--step_height", type=float, default=0.08, help="m")
+    g = sub.add_parser("generate", help="a scripted gait of a built-in robot: the Go2's trot or pace, the G1's walk")
+    _robot_flag(g)
+    g.add_argument("--gait", default=None, help="go2: trot (default) or pace; g1: walk")
+    g.add_argument("--speed", type=float, default=None, help="forward speed (m/s; go2 0.6, g1 0.5)")
+    g.add_argument("--period", type=float, default=None, help="gait cycle (s; go2 0.5, g1 0.8)")
+    g.add_argument("--duty", type=float, default=None, help="share of the cycle a foot is down (go2 0.5, g1 0.6)")
+    g.add_argument("--step_height", type=float, default=None, help="m (0.08)")
     g.add_argument("--duration", type=float, default=4.0, help="s")
     g.add_argument("--fps", type=float, default=50.0, help="frames per second")
     g.add_argument("--output", required=True, help="the .npz file to write (exactly this path)")
     i = sub.add_parser("inspect", help="validate a clip and print its figures")
+    _robot_flag(i)
     i.add_argument("file")
     c = sub.add_parser("convert", help="resample and/or rename joints into the robot's order")
+    _robot_flag(c)
     c.add_argument("file")
     c.add_argument("--output", required=True, help="the .npz file to write (exactly this path)")
     c.add_argument("--fps", type=positive_float, default=None, help=f"resample to this rate (at most {MAX_FPS:g})")
     c.add_argument("--rename", nargs="*", default=[], metavar="OLD=NEW")
     return p
+
+
+def _robot_flag(parser) -> None:
+    parser.add_argument("--robot", default="go2", choices=sorted(GAITS), help="the built-in robot the clip is for")
 
 
 def motion(argv: list[str] | None = None) -> dict:

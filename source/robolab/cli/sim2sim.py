@@ -51,10 +51,6 @@ def run(argv: list[str] | None = None) -> dict:
     args, target_overrides, device = parse_policy_flags(build_parser(), argv)
     if args.video:  # before MuJoCo is first imported: it picks its OpenGL backend then
         check_renderer()
-    from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg, quadruped_gaits
-
-    robot = go2_robot_cfg()  # the gait patterns scored in both envs (foot names are the same in both)
-    gaits, feet = quadruped_gaits(), list(robot.foot_bodies)
 
     def video_dir(checkpoint_path: str, side: str, task: str) -> str:
         run_dir = os.path.dirname(os.path.abspath(checkpoint_path))
@@ -78,6 +74,8 @@ def run(argv: list[str] | None = None) -> dict:
         checkpoint_finder(args),
         video_for=lambda ckpt: isaaclab_video("source", args.task, ckpt),
     )
+    # the gait patterns scored in both envs: the robolab side's (foot names are the same in both)
+    gaits, feet = sim2sim.gait_patterns(getattr(source.env, "cfg", None), target_cfg)
     with source.closer:
         policy = source.runner.get_inference_policy(device=device)
         source_interface = sim2sim.interface_of(args.task, source.env)

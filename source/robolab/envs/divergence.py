@@ -25,6 +25,8 @@ PHYSICS_KEYS = (
     "robot.mjcf_path",
     "robot.stiffness",
     "robot.damping",
+    "robot.joint_stiffness",
+    "robot.joint_damping",
     "robot.torque_limits",
     "backend.name",
 )

@@ -40,9 +40,14 @@ def io_descriptors(env) -> dict:
         },
         "articulation": {
             "joint_names": list(robot.joint_names),
-            "stiffness": float(robot.stiffness),
-            "damping": float(robot.damping),
+            # One number when every joint has the same gain (the form a deployment reads for a quadruped).
+            "stiffness": _one_or_each(robot.gains()[0]),
+            "damping": _one_or_each(robot.gains()[1]),
             "torque_limits": [float(v) for v in robot.torque_limits],
         },
         "scene": {"physics_dt": float(cfg.sim_dt), "decimation": int(cfg.decimation), "dt": env.step_dt},
     }
+
+
+def _one_or_each(values: list[float]) -> float | list[float]:
+    return values[0] if values and all(v == values[0] for v in values) else values

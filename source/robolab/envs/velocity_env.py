@@ -150,6 +150,7 @@ class VelocityEnv(VecEnv):
         """This step's value of each termination term, and the envs whose physics diverged or overflowed (reset as
         falls): what ended an episode, for evaluations."""
         time_out = _any([v for v, t in zip(terminated, self.termination_terms) if t.cfg.time_out], None, excluded)
+        self.reset_terminated = fell
         rewards = self._compute_rewards(excluded)
         self._track_metrics(non_finite, diverged, excluded)
         self.episode_gait += self.gait_scores(self.foot_contact)
@@ -231,6 +232,10 @@ class VelocityEnv(VecEnv):
         n_feet = len(self.cfg.robot.foot_bodies)
         self.feet_air_time = torch.zeros(n, n_feet, device=dev)
         self.last_air_time = torch.zeros(n, n_feet, device=dev)
+        self.feet_contact_time = torch.zeros(n, n_feet, device=dev)
+        """Seconds each foot has been on the ground (0 while it is in the air)."""
+        self.reset_terminated = torch.zeros(n, dtype=torch.bool, device=dev)
+        """The envs whose episode ends this step by a fall (a termination that is not a time-out)."""
         self.foot_contact = torch.zeros(n, n_feet, dtype=torch.bool, device=dev)
         self.first_contact = torch.zeros(n, n_feet, dtype=torch.bool, device=dev)
         # Per-env sums, one column per term: one kernel per step for all terms rather than one per term.
@@ -281,6 +286,7 @@ class VelocityEnv(VecEnv):
         self.feet_air_time += self.step_dt
         self.last_air_time = torch.where(first_contact, self.feet_air_time, self.last_air_time)
         self.feet_air_time = torch.where(contact, torch.zeros_like(self.feet_air_time), self.feet_air_time)
+        self.feet_contact_time = torch.where(contact, self.feet_contact_time + self.step_dt, 0.0)
         return first_contact
 
     def _reset_envs(self, mask: torch.Tensor) -> None:
@@ -296,6 +302,7 @@ class VelocityEnv(VecEnv):
             self.last_actions,
             self.feet_air_time,
             self.last_air_time,
+            self.feet_contact_time,
             self.episode_sums,
             self.episode_tracking_error,
             self.episode_steps,

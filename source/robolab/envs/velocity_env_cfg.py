@@ -126,6 +126,41 @@ def velocity_commands(heading_command: bool = False) -> dict[str, CommandTermCfg
     }
 
 
+def height_scan_term(noise: float = 0.0) -> ObsTermCfg:
+    """The ground around the base: 1.6 x 1.0 m at 0.1 m (187 points), clipped to +-1 m (Isaac Lab's rough Go2)."""
+    return ObsTermCfg(func="height_scan", params={"size": (1.6, 1.0), "resolution": 0.1}, noise=noise, clip=(-1.0, 1.0))
+
+
+def rough_observations(perceptive: bool) -> dict[str, ObsGroupCfg]:
+    """``policy``: noisy proprioception, plus the noisy height scan when ``perceptive``; ``teacher``: the perceptive
+    policy's terms, exact (so a perceptive policy, or the teacher task's, distils into a blind student); ``critic``:
+    everything exact, privileged physics and the scan included."""
+    proprio = velocity_policy_terms()
+    policy = {**proprio, "height_scan": height_scan_term(noise=0.1)} if perceptive else proprio
+    teacher = {**velocity_policy_terms(), "height_scan": height_scan_term()}
+    critic = {**velocity_policy_terms(), **velocity_privileged_terms(), "height_scan": height_scan_term()}
+    return {
+        "policy": ObsGroupCfg(terms=policy),
+        "critic": ObsGroupCfg(terms=critic, enable_corruption=False),
+        "teacher": ObsGroupCfg(terms=teacher, enable_corruption=False),
+    }
+
+
+def terrain_terminations() -> dict[str, TerminationTermCfg]:
+    """What a generated terrain adds to a task's terminations, both time-outs (the robot walked where it was
+    commanded; its value is bootstrapped): reaching the terrain's edge, and walking half a tile from the start, which
+    ends a walker's episode once it has earned its promotion, so the curriculum judges it every few seconds."""
+    return {
+        "out_of_terrain": TerminationTermCfg(func="terrain_out_of_bounds", time_out=True),
+        "tile_crossed": TerminationTermCfg(func="terrain_tile_crossed", time_out=True),
+    }
+
+
+def rough_backend() -> BackendCfg:
+    """16 physics variants on MuJoCo C: each copy of the model holds the terrain's height field (6 MB)."""
+    return BackendCfg(num_variants=16)
+
+
 @dataclass
 class DivergenceCfg:
     """Bounds beyond which an env's physics has diverged, though still finite (a step too large for the solver, a

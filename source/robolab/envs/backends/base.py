@@ -89,6 +89,11 @@ class PhysicsBackend(ABC):
 
     @property
     @abstractmethod
+    def foot_velocities(self) -> torch.Tensor:
+        """Foot linear velocities in the world frame at the last physics step (num_envs, feet, 3)."""
+
+    @property
+    @abstractmethod
     def non_finite(self) -> torch.Tensor:
         """Bool mask (num_envs,) of envs whose state went non-finite during the last step."""
 

@@ -136,6 +136,11 @@ class MujocoBackend(PhysicsBackend):
         return self._torch(self._sensor[:, -1, adr[:, None] + np.arange(3)])
 
     @property
+    def foot_velocities(self) -> torch.Tensor:
+        adr = self.robot.foot_vel_sensor_adr
+        return self._torch(self._sensor[:, -1, adr[:, None] + np.arange(3)])
+
+    @property
     def non_finite(self) -> torch.Tensor:
         return torch.from_numpy(self._non_finite.copy()).to(self.device)
 

@@ -154,6 +154,7 @@ class WarpBackend(PhysicsBackend):
         self._actuator_ids = torch.as_tensor(robot.actuator_ids, device=self.device)
         self._torque_adr = torch.as_tensor(robot.torque_sensor_adr, device=self.device)
         self._foot_pos_adr = torch.as_tensor(robot.foot_pos_sensor_adr[:, None] + np.arange(3), device=self.device)
+        self._foot_vel_adr = torch.as_tensor(robot.foot_vel_sensor_adr[:, None] + np.arange(3), device=self.device)
 
         self._vector_adr: dict[str, torch.Tensor] = {}
         self._graphs: dict[int, wp.context.Graph] = {}
@@ -264,6 +265,10 @@ class WarpBackend(PhysicsBackend):
     @property
     def foot_positions(self) -> torch.Tensor:
         return self._sensordata[:, self._foot_pos_adr]
+
+    @property
+    def foot_velocities(self) -> torch.Tensor:
+        return self._sensordata[:, self._foot_vel_adr]
 
     @property
     def non_finite(self) -> torch.Tensor:

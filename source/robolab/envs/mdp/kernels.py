@@ -49,6 +49,33 @@ def feet_air_time(
     return reward * (command[:, :2].norm(dim=1) > 0.1).float()
 
 
+def feet_air_time_biped(
+    air_time: torch.Tensor, contact_time: torch.Tensor, command: torch.Tensor, threshold: float
+) -> torch.Tensor:
+    """While one foot alone is on the ground: the shorter of the feet's times in their current phase (stance or
+    swing), capped at ``threshold`` s; only while asked to move. Pays single support as it happens, not at
+    touchdown, and nothing for hopping (no foot down) or standing on both."""
+    in_contact = contact_time > 0
+    in_phase = torch.where(in_contact, contact_time, air_time)
+    single_stance = in_contact.sum(dim=1) == 1
+    reward = torch.where(single_stance, in_phase.min(dim=1).values, 0.0).clamp(max=threshold)
+    return reward * (command[:, :2].norm(dim=1) > 0.1).float()
+
+
+def feet_slide(foot_velocity: torch.Tensor, contact: torch.Tensor) -> torch.Tensor:
+    """Horizontal speed (m/s) of the feet that are on the ground, summed."""
+    return (foot_velocity[..., :2].norm(dim=-1) * contact.float()).sum(dim=1)
+
+
+def joint_deviation_l1(joint_pos: torch.Tensor, default: torch.Tensor) -> torch.Tensor:
+    return (joint_pos - default).abs().sum(dim=1)
+
+
+def joint_pos_limits(joint_pos: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor) -> torch.Tensor:
+    """Radians beyond each joint's (soft) limits, summed."""
+    return ((lower - joint_pos).clamp(min=0.0) + (joint_pos - upper).clamp(min=0.0)).sum(dim=1)
+
+
 # --- metrics ----------------------------------------------------------------------------------------------
 def lin_vel_tracking_error(command: torch.Tensor, base_lin_vel: torch.Tensor) -> torch.Tensor:
     """Euclidean error (m/s) between commanded and achieved horizontal base velocity."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import torch
 
 from robolab.envs.mdp import kernels
@@ -70,3 +72,60 @@ def base_height_l2(env, target_height: float) -> torch.Tensor:
     """(height of the base above the ground beneath it - ``target_height``)^2."""
     base = env.state.base_pos
     return (base[:, 2] - env.ground_height(base[:, :2]) - target_height).square()
+
+
+def is_terminated(env) -> torch.Tensor:
+    """1 where the episode ends by a fall this step (a termination that is not a time-out): with a negative weight,
+    the price of falling (Isaac Lab's ``termination_penalty``)."""
+    return env.reset_terminated.float()
+
+
+def feet_air_time_biped(env, threshold: float, command_name: str = "base_velocity") -> torch.Tensor:
+    """A biped's steps (Isaac Lab's ``feet_air_time_positive_biped``): while exactly one foot is down, the shorter
+    of the feet's current stance and swing times, capped at ``threshold`` s; only while asked to move."""
+    _check_feet(env, "feet_air_time_biped", 2)
+    return kernels.feet_air_time_biped(env.feet_air_time, env.feet_contact_time, env.command(command_name), threshold)
+
+
+def feet_slide(env) -> torch.Tensor:
+    """Horizontal speed (m/s) of the feet on the ground, summed: a foot that slips or shuffles."""
+    return kernels.feet_slide(torch.nan_to_num(env.backend.foot_velocities), env.foot_contact)
+
+
+def joint_deviation_l1(env, joints: list[str]) -> torch.Tensor:
+    """Radians the joints matching ``joints`` (regular expressions, whole names) are from their default pose,
+    summed: keeps the joints a gait does not need (a humanoid's arms, waist, hip yaw and roll) near home."""
+    ids = joint_ids(env, joints)
+    return kernels.joint_deviation_l1(env.state.joint_pos[:, ids], env.default_joint_pos[ids])
+
+
+def joint_pos_limits(env, joints: list[str] | None = None, soft_ratio: float = 1.0) -> torch.Tensor:
+    """Radians beyond the limits of the joints matching ``joints`` (all when None), narrowed about their middle to
+    ``soft_ratio`` of their range, summed (Isaac Lab's ``joint_pos_limits`` with its soft limits)."""
+    if not 0 < soft_ratio <= 1:
+        raise ValueError(f"soft_ratio={soft_ratio}: must be in (0, 1] (the share of each joint's range allowed)")
+    ids = joint_ids(env, joints or [".*"])
+    lo, hi = env.joint_lo[ids], env.joint_hi[ids]
+    mid, half = (lo + hi) / 2, (hi - lo) / 2 * soft_ratio
+    return kernels.joint_pos_limits(env.state.joint_pos[:, ids], mid - half, mid + half)
+
+
+def joint_ids(env, patterns: list[str]) -> torch.Tensor:
+    """Indices (policy order) of the robot's joints whose names fully match one of ``patterns``; made once per
+    pattern list. A pattern that matches no joint is an error naming the joints there are."""
+    key = ("joint_ids", tuple(patterns))
+    ids = env.term_cache.get(key)
+    if ids is None:
+        names = list(env.cfg.robot.joint_names)
+        for pattern in patterns:
+            if not any(re.fullmatch(pattern, name) for name in names):
+                raise ValueError(f"joints: {pattern!r} matches none of the robot's joints ({', '.join(names)})")
+        chosen = [i for i, name in enumerate(names) if any(re.fullmatch(p, name) for p in patterns)]
+        ids = env.term_cache[key] = torch.tensor(chosen, dtype=torch.long, device=env.device)
+    return ids
+
+
+def _check_feet(env, term: str, count: int) -> None:
+    feet = env.cfg.robot.foot_bodies
+    if len(feet) != count:
+        raise ValueError(f"{term} needs {count} feet; env.robot.foot_bodies has {len(feet)}: {list(feet)}")

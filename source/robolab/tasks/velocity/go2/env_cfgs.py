@@ -12,17 +12,17 @@ from robolab.envs.terms import (
     CurriculumTermCfg,
     EventTermCfg,
     ObsGroupCfg,
-    ObsTermCfg,
     RewardTermCfg,
     TerminationTermCfg,
 )
 from robolab.envs.velocity_env_cfg import (
     BackendCfg,
     VelocityEnvCfg,
+    rough_backend,
+    rough_observations,
+    terrain_terminations,
     velocity_commands,
     velocity_events,
-    velocity_policy_terms,
-    velocity_privileged_terms,
     velocity_rewards,
     velocity_terminations,
 )
@@ -62,26 +62,6 @@ class Go2FlatEnvCfg(VelocityEnvCfg):
     gaits: dict[str, list[list[str]]] | None = field(default_factory=quadruped_gaits)
 
 
-def height_scan_term(noise: float = 0.0) -> ObsTermCfg:
-    """The ground around the base: 1.6 x 1.0 m at 0.1 m (187 points), clipped to +-1 m (Isaac Lab's rough Go2)."""
-    return ObsTermCfg(func="height_scan", params={"size": (1.6, 1.0), "resolution": 0.1}, noise=noise, clip=(-1.0, 1.0))
-
-
-def rough_observations(perceptive: bool) -> dict[str, ObsGroupCfg]:
-    """``policy``: noisy proprioception, plus the noisy height scan when ``perceptive``; ``teacher``: the perceptive
-    policy's terms, exact (so a perceptive policy, or the teacher task's, distils into a blind student); ``critic``:
-    everything exact, privileged physics and the scan included."""
-    proprio = velocity_policy_terms()
-    policy = {**proprio, "height_scan": height_scan_term(noise=0.1)} if perceptive else proprio
-    teacher = {**velocity_policy_terms(), "height_scan": height_scan_term()}
-    critic = {**velocity_policy_terms(), **velocity_privileged_terms(), "height_scan": height_scan_term()}
-    return {
-        "policy": ObsGroupCfg(terms=policy),
-        "critic": ObsGroupCfg(terms=critic, enable_corruption=False),
-        "teacher": ObsGroupCfg(terms=teacher, enable_corruption=False),
-    }
-
-
 def rough_rewards() -> dict[str, RewardTermCfg]:
     """The flat task's, less the level-base penalty (slopes tilt the base), with legged_gym's A1 contact penalty (-1
     per thigh or calf touching: a leg that bumps a riser is a foot not lifted over it) and an air-time reward that
@@ -99,9 +79,7 @@ def rough_terminations() -> dict[str, TerminationTermCfg]:
     value is bootstrapped). The second ends a walker's episode once it has earned its promotion, so the curriculum
     judges it every few seconds: on one H200 it lifted the mean level from 4.4 to 6.1 in 555 s
     (docs/benchmarks/rough_h200/tile_crossed_ab)."""
-    out_of_terrain = TerminationTermCfg(func="terrain_out_of_bounds", time_out=True)
-    tile_crossed = TerminationTermCfg(func="terrain_tile_crossed", time_out=True)
-    return {**velocity_terminations(), "out_of_terrain": out_of_terrain, "tile_crossed": tile_crossed}
+    return {**velocity_terminations(), **terrain_terminations()}
 
 
 def rough_events() -> dict[str, EventTermCfg]:
@@ -134,11 +112,6 @@ def go2_rough_robot_cfg() -> RobotCfg:
     robot.init_base_height = 0.42
     robot.undesired_contact_bodies = [f"{leg}_{part}" for part in ("thigh", "calf") for leg in LEGS]
     return robot
-
-
-def rough_backend() -> BackendCfg:
-    """16 physics variants on MuJoCo C: each copy of the model holds the terrain's height field (6 MB)."""
-    return BackendCfg(num_variants=16)
 
 
 @dataclass
