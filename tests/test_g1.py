@@ -390,3 +390,18 @@ def test_a_sweep_over_g1_seeds(tmp_path):
     res = run(cmd, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert len(list(sweep_dir.glob("*/logs/g1_flat/*/summary.json"))) == 2
+
+
+def test_a_biped_term_on_four_feet_and_a_soft_ratio_out_of_range_are_one_line_errors():
+    from robolab.envs.terms import RewardTermCfg
+    from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
+
+    cfg = Go2FlatEnvCfg(num_envs=2)
+    cfg.rewards["biped"] = RewardTermCfg(func="feet_air_time_biped", weight=1.0, params={"threshold": 0.4})
+    with pytest.raises(ValueError, match=r"env.rewards.biped: feet_air_time_biped needs 2 feet; .* has 4") as info:
+        VelocityEnv(cfg)
+    assert "\n" not in str(info.value)
+    cfg = G1FlatEnvCfg(num_envs=2)
+    cfg.rewards["ankle_limits"].params["soft_ratio"] = 1.5
+    with pytest.raises(ValueError, match=r"env.rewards.ankle_limits.params.soft_ratio=1.5: must be in \(0, 1\]"):
+        VelocityEnv(cfg)

@@ -74,14 +74,13 @@ def solve_leg(
     ``target_mat`` (damped least squares; the base fixed); ``data.qpos`` holds the start and the result. Returns the
     remaining position error (m)."""
     jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+    quat, target_quat, delta, rot_err = np.zeros(4), np.zeros(4), np.zeros(4), np.zeros(3)
+    mujoco.mju_mat2Quat(target_quat, target_mat.ravel())
     for _ in range(iterations):
         mujoco.mj_kinematics(model, data)
         mujoco.mj_comPos(model, data)
         pos_err = target_pos - data.xpos[foot]
-        rot_err = np.zeros(3)
-        quat, target_quat, delta = np.zeros(4), np.zeros(4), np.zeros(4)
         mujoco.mju_mat2Quat(quat, data.xmat[foot])
-        mujoco.mju_mat2Quat(target_quat, target_mat.ravel())
         mujoco.mju_negQuat(delta, quat)
         mujoco.mju_mulQuat(delta, target_quat, delta)
         mujoco.mju_quat2Vel(rot_err, delta, 1.0)

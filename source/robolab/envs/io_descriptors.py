@@ -30,6 +30,7 @@ def io_descriptors(env) -> dict:
                 entry["history_length"] = int(term.history_length)
             terms.append(entry)
         observations[name] = {"terms": terms, "history": group.history_length}
+    stiffness, damping = robot.gains()
     return {
         "observations": observations,
         "actions": {
@@ -41,8 +42,8 @@ def io_descriptors(env) -> dict:
         "articulation": {
             "joint_names": list(robot.joint_names),
             # One number when every joint has the same gain (the form a deployment reads for a quadruped).
-            "stiffness": _one_or_each(robot.gains()[0]),
-            "damping": _one_or_each(robot.gains()[1]),
+            "stiffness": _one_or_each(stiffness),
+            "damping": _one_or_each(damping),
             "torque_limits": [float(v) for v in robot.torque_limits],
         },
         "scene": {"physics_dt": float(cfg.sim_dt), "decimation": int(cfg.decimation), "dt": env.step_dt},

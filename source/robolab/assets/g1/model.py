@@ -382,7 +382,7 @@ def _both_sides(limb: tuple[Link, ...]) -> list[str]:
 
 
 LEG_JOINTS = _both_sides(LEFT_LEG)
-WAIST_JOINTS = ["waist_yaw_joint", "waist_roll_joint", "waist_pitch_joint"]
+WAIST_JOINTS = [str(link.joint) for link in WAIST]
 ARM_JOINTS = _both_sides(LEFT_ARM)
 JOINTS = [*LEG_JOINTS, *WAIST_JOINTS, *ARM_JOINTS]
 """All 29 actuated joints: legs (left, right), waist, arms (left, right); the order of Unitree's SDK."""

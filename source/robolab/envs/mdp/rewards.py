@@ -102,12 +102,16 @@ def joint_deviation_l1(env, joints: list[str]) -> torch.Tensor:
 def joint_pos_limits(env, joints: list[str] | None = None, soft_ratio: float = 1.0) -> torch.Tensor:
     """Radians beyond the limits of the joints matching ``joints`` (all when None), narrowed about their middle to
     ``soft_ratio`` of their range, summed (Isaac Lab's ``joint_pos_limits`` with its soft limits)."""
-    if not 0 < soft_ratio <= 1:
-        raise ValueError(f"soft_ratio={soft_ratio}: must be in (0, 1] (the share of each joint's range allowed)")
     ids = joint_ids(env, joints or [".*"])
-    lo, hi = env.joint_lo[ids], env.joint_hi[ids]
-    mid, half = (lo + hi) / 2, (hi - lo) / 2 * soft_ratio
-    return kernels.joint_pos_limits(env.state.joint_pos[:, ids], mid - half, mid + half)
+    key = ("joint_pos_limits", tuple(joints or ()), soft_ratio)
+    limits = env.term_cache.get(key)
+    if limits is None:  # made once: the limits do not change
+        if not 0 < soft_ratio <= 1:
+            raise ValueError(f"soft_ratio={soft_ratio}: must be in (0, 1] (the share of each joint's range allowed)")
+        lo, hi = env.joint_lo[ids], env.joint_hi[ids]
+        mid, half = (lo + hi) / 2, (hi - lo) / 2 * soft_ratio
+        limits = env.term_cache[key] = (mid - half, mid + half)
+    return kernels.joint_pos_limits(env.state.joint_pos[:, ids], *limits)
 
 
 def joint_ids(env, patterns: list[str]) -> torch.Tensor:

@@ -8,7 +8,6 @@ limits, a fall penalty), its commands and its torso-contact termination. Where r
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -192,9 +191,7 @@ def g1_rough_commands() -> dict[str, CommandTermCfg]:
     """Heading commands, forward only (Isaac Lab's rough G1: forward 0..1 m/s, no lateral speed); the heading turns
     the robot to face any way in the world. Why heading commands on rough terrain: the Go2's ``rough_commands``."""
     commands = velocity_commands(heading_command=True)
-    commands["base_velocity"].params.update(
-        {"lin_vel_x": (0.0, 1.0), "lin_vel_y": (0.0, 0.0), "heading": (-math.pi, math.pi)}
-    )
+    commands["base_velocity"].params.update({"lin_vel_x": (0.0, 1.0), "lin_vel_y": (0.0, 0.0)})
     return commands
 
 
