@@ -737,3 +737,32 @@ def test_a_diverged_episode_moves_its_env_neither_up_nor_down():
     _, _, dones, extras = env.step(torch.zeros(4, 12))
     assert dones.tolist() == [1, 0, 0, 0] and float(extras["log"]["Episode_Termination/diverged"]) == 1
     assert env.terrain.levels.tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("max_samples", [80, 7])
+def test_the_height_field_pieces_meet_at_the_tiles_edges_and_hold_every_sample(max_samples):
+    """MuJoCo gets the field in tile-sized pieces (MuJoCo Warp's collision loses precision far from a large field's
+    centre); together they must be the field itself: every sample in a piece at its height, neighbours sharing
+    their edge samples, a cut at every tile edge, none wider than ``max_samples``."""
+    from robolab.terrains.heightfield import field_chunks
+
+    tmap = generate(small_terrain())
+    ny, nx = tmap.field_heights.shape
+    covered = np.zeros((ny, nx), dtype=int)
+    x_edges, y_edges = set(), set()
+    for _, (half_x, half_y, elevation, _), (cx, cy, low), nrow, ncol, data in field_chunks(tmap, max_samples):
+        assert max(nrow, ncol) <= max_samples + 1
+        c0 = round((cx - half_x - tmap.origin[0]) / tmap.spacing)
+        r0 = round((cy - half_y - tmap.origin[1]) / tmap.spacing)
+        assert (ncol - 1) * tmap.spacing == pytest.approx(2 * half_x)
+        heights = np.asarray(data).reshape(nrow, ncol) * elevation + low
+        np.testing.assert_allclose(heights, tmap.field_heights[r0 : r0 + nrow, c0 : c0 + ncol], atol=1e-5)
+        covered[r0 : r0 + nrow, c0 : c0 + ncol] += 1
+        x_edges |= {c0, c0 + ncol - 1}
+        y_edges |= {r0, r0 + nrow - 1}
+    assert covered.min() >= 1  # no gap; shared edges are covered twice, corners four times
+    x_min, _, y_min, _ = tmap.grid_bounds
+    rows, cols = tmap.tile_origins.shape[:2]
+    tile_x = {round((x_min + k * tmap.tile_size[0] - tmap.origin[0]) / tmap.spacing) for k in range(rows + 1)}
+    tile_y = {round((y_min + k * tmap.tile_size[1] - tmap.origin[1]) / tmap.spacing) for k in range(cols + 1)}
+    assert tile_x <= x_edges and tile_y <= y_edges

@@ -61,7 +61,10 @@ def contact_capacity(model: mujoco.MjModel) -> tuple[int | None, int | None]:
     ground_affinity = np.bitwise_or.reduce(model.geom_conaffinity[ground])
     moving = model.geom_bodyid != 0
     touches = moving & (((model.geom_contype & ground_affinity) != 0) | ((model.geom_conaffinity & ground_type) != 0))
-    per_geom = _CONTACTS_PER_HFIELD_PAIR + (_CONTACTS_PER_GEOM_ON_BOXES if boxes.any() else 0)
+    # A terrain's height field comes in tile-sized pieces (robolab.terrains.heightfield): a geom smaller than a piece
+    # touches at most the four that meet at a corner.
+    fields_touched = min(int(hfields.sum()), 4)
+    per_geom = _CONTACTS_PER_HFIELD_PAIR * fields_touched + (_CONTACTS_PER_GEOM_ON_BOXES if boxes.any() else 0)
     contacts = int(touches.sum()) * per_geom
     condim = int(model.geom_condim[touches].max(initial=3))
     rows_per_contact = 2 * (condim - 1) if model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL else condim

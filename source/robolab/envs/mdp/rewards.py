@@ -34,13 +34,18 @@ def ang_vel_xy_l2(env) -> torch.Tensor:
     return kernels.ang_vel_xy_l2(env.state.base_ang_vel)
 
 
-def joint_torques_l2(env) -> torch.Tensor:
-    return kernels.l2(torch.nan_to_num(env.backend.joint_torques))
+def joint_torques_l2(env, joints: list[str] | None = None) -> torch.Tensor:
+    """Joint torques squared, summed over the joints matching ``joints`` (regular expressions; all when None)."""
+    torques = torch.nan_to_num(env.backend.joint_torques)
+    return kernels.l2(torques if joints is None else torques[:, joint_ids(env, joints)])
 
 
-def joint_acc_l2(env) -> torch.Tensor:
-    """Joint accelerations between two control steps."""
-    return kernels.l2((env.state.joint_vel - env.prev_joint_vel) / env.step_dt)
+def joint_acc_l2(env, joints: list[str] | None = None) -> torch.Tensor:
+    """Joint accelerations between two control steps, squared, summed over the joints matching ``joints`` (all
+    when None). A humanoid's light arm and wrist links swing hardest under an untrained policy's noise; Isaac Lab's
+    G1 prices the hips and knees only."""
+    acc = (env.state.joint_vel - env.prev_joint_vel) / env.step_dt
+    return kernels.l2(acc if joints is None else acc[:, joint_ids(env, joints)])
 
 
 def action_rate_l2(env) -> torch.Tensor:

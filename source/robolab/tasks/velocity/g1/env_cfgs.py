@@ -36,6 +36,8 @@ from robolab.envs.velocity_env_cfg import (
 from robolab.terrains.config import TerrainCfg
 
 T = TypeVar("T")
+LEG_TORQUE_JOINTS = [".*_hip_.*_joint", ".*_knee_joint", ".*_ankle_.*_joint"]
+LEG_ACC_JOINTS = [".*_hip_.*_joint", ".*_knee_joint"]
 FEET = ["left_ankle_roll_link", "right_ankle_roll_link"]
 HOME_POSE = {
     ".*_hip_pitch_joint": -0.312,
@@ -107,8 +109,10 @@ def g1_rewards() -> dict[str, RewardTermCfg]:
         "flat_orientation": RewardTermCfg(func="flat_orientation_l2", weight=-1.0),
         # Off, as in Isaac Lab's G1 (the tracking and fall terms keep the pelvis up); declared so a run can set it.
         "base_height": RewardTermCfg(func="base_height_l2", weight=0.0, params={"target_height": 0.74}),
-        "joint_torques": RewardTermCfg(func="joint_torques_l2", weight=-2.0e-6),
-        "joint_acc": RewardTermCfg(func="joint_acc_l2", weight=-1.0e-7),
+        # Legs only, as Isaac Lab's G1: an untrained policy's noise swings the light arm links hardest, and priced
+        # there the cost of living outweighed the fall penalty (the rough G1 learned to fall at once, docs/humanoid.md).
+        "joint_torques": RewardTermCfg(func="joint_torques_l2", weight=-2.0e-6, params={"joints": LEG_TORQUE_JOINTS}),
+        "joint_acc": RewardTermCfg(func="joint_acc_l2", weight=-1.0e-7, params={"joints": LEG_ACC_JOINTS}),
         "action_rate": RewardTermCfg(func="action_rate_l2", weight=-0.005),
         "feet_air_time": RewardTermCfg(func="feet_air_time_biped", weight=0.75, params={"threshold": 0.4}),
         "feet_slide": RewardTermCfg(func="feet_slide", weight=-0.1),
