@@ -15,6 +15,26 @@ import torch
 
 from robolab.assets import RobotModel
 
+RANDOMISED_FIELDS = (
+    "geom_friction",
+    "body_mass",
+    "body_inertia",
+    "body_ipos",
+    "dof_frictionloss",
+    "dof_damping",
+    "dof_armature",
+    "actuator_gainprm",
+    "actuator_biasprm",
+    "actuator_forcerange",
+)
+"""The ``MjModel`` arrays events may set per physics variant (``set_model_field``): MuJoCo Warp keeps a copy of each
+per world."""
+
+
+def check_field(name: str) -> None:
+    if name not in RANDOMISED_FIELDS:
+        raise ValueError(f"model field {name!r} cannot be set per variant; these can: {', '.join(RANDOMISED_FIELDS)}")
+
 
 def variant_blocks(num_envs: int, num_variants: int | None) -> tuple[int, np.ndarray]:
     """How many physics variants there are and which one each env simulates (contiguous blocks of envs).
@@ -112,12 +132,23 @@ class PhysicsBackend(ABC):
         ``lin_vel_xy`` (num_envs, 2) (pushes)."""
 
     @abstractmethod
-    def set_friction(self, friction: torch.Tensor) -> None:
-        """Set the sliding friction coefficient of ground and robot contacts, one value per variant."""
+    def set_model_field(self, name: str, rows: np.ndarray, values: torch.Tensor) -> None:
+        """Overwrite the rows ``rows`` of the model array ``name`` (one of ``RANDOMISED_FIELDS``) with ``values``
+        (num_variants, len(rows), *the field's row shape): one set of rows per physics variant; the envs of a variant
+        simulate its values from their next physics step on."""
 
-    @abstractmethod
+    def set_friction(self, friction: torch.Tensor) -> None:
+        """Set the sliding friction coefficient of every geom (ground and robot), one value per variant."""
+        nominal = torch.as_tensor(self.robot.model.geom_friction, dtype=torch.float32)
+        values = nominal.expand(self.num_variants, -1, -1).clone()
+        values[:, :, 0] = friction.cpu()[:, None]
+        self.set_model_field("geom_friction", np.arange(self.robot.model.ngeom), values)
+
     def set_added_base_mass(self, added_mass: torch.Tensor) -> None:
         """Add ``added_mass`` kg to the nominal base mass, one value per variant."""
+        base = self.robot.base_body_id
+        nominal = float(self.robot.model.body_mass[base])
+        self.set_model_field("body_mass", np.array([base]), (nominal + added_mass.cpu())[:, None])
 
     def cast_rays(self, origins: torch.Tensor, directions: torch.Tensor, max_distance: float) -> torch.Tensor:
         """Distance (m) along each ray to the first static geom it meets (``robolab.envs.backends.rays``: the

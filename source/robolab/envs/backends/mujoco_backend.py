@@ -19,7 +19,7 @@ import torch
 from mujoco import rollout
 
 from robolab.assets import RobotModel
-from robolab.envs.backends.base import PhysicsBackend, variant_blocks
+from robolab.envs.backends.base import PhysicsBackend, check_field, variant_blocks
 from robolab.envs.backends.rays import check_max_distance, static_scene_data
 from robolab.resources import check_fits
 
@@ -62,7 +62,6 @@ class MujocoBackend(PhysicsBackend):
         self._models = [self._variants[v] for v in variant]  # mujoco.rollout takes one model per env
         self._datas = [mujoco.MjData(model) for _ in range(max(1, self.num_threads))]
         self._pool = rollout.Rollout(nthread=self.num_threads)
-        self._nominal_base_mass = float(model.body_mass[robot.base_body_id])
 
         self._nstate = nstate
         self._qpos_slice = slice(1, 1 + model.nq)  # state rows: time, qpos, qvel, act, ...
@@ -200,14 +199,12 @@ class MujocoBackend(PhysicsBackend):
         start = self._qvel_slice.start
         self._state[ids, start : start + 2] = lin_vel_xy.cpu().double().numpy()[ids]
 
-    def set_friction(self, friction: torch.Tensor) -> None:
-        for model, mu in zip(self._variants, friction.tolist(), strict=True):
-            model.geom_friction[:, 0] = mu
-
-    def set_added_base_mass(self, added_mass: torch.Tensor) -> None:
-        body = self.robot.base_body_id
-        for model, dm in zip(self._variants, added_mass.tolist(), strict=True):
-            model.body_mass[body] = self._nominal_base_mass + dm
+    def set_model_field(self, name: str, rows: np.ndarray, values: torch.Tensor) -> None:
+        check_field(name)
+        for model, rows_values in zip(self._variants, values.cpu().double().numpy(), strict=True):
+            getattr(model, name)[rows] = rows_values
+            if name == "body_ipos":  # the compiler's flag that the centre of mass sits at the body's origin; MuJoCo C
+                model.body_sameframe[rows] = 0  # skips body_ipos where it is set (MuJoCo Warp reads it anyway)
 
     def render_data(self, env_id: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
         """Model and a forward-computed MjData of one env, for rendering."""

@@ -7,8 +7,9 @@ robolab contact sensor and flags non-finite worlds. The model carries the same s
 (``robolab.assets.load_robot``): net contact force per body, joint actuator torques, foot positions in the base
 frame, so both backends read the same quantities and the parity tests compare like with like.
 
-Randomised friction and base mass are per-world fields of the model (``put_model``'s ``batch_sizes``), written from
-each env's variant, so env ``i`` simulates the same physics variant on every backend.
+The model arrays events randomise (``RANDOMISED_FIELDS``: friction, masses, centres of mass, joint and actuator
+parameters) are per-world fields of the model (``put_model``'s ``batch_sizes``), written from each env's variant, so
+env ``i`` simulates the same physics variant on every backend.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import torch
 import warp as wp
 
 from robolab.assets import RobotModel
-from robolab.envs.backends.base import PhysicsBackend, variant_blocks
+from robolab.envs.backends.base import RANDOMISED_FIELDS, PhysicsBackend, check_field, variant_blocks
 from robolab.envs.backends.rays import check_max_distance, static_scene_data
 from robolab.envs.backends.warp_kernels import flag_non_finite_state, track_contact_peaks
 
@@ -118,7 +119,7 @@ class WarpBackend(PhysicsBackend):
         model.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
         with wp.ScopedDevice(self.wp_device):
             try:
-                self._model = mjw.put_model(model, batch_sizes={"geom_friction": num_envs, "body_mass": num_envs})
+                self._model = mjw.put_model(model, batch_sizes=dict.fromkeys(RANDOMISED_FIELDS, num_envs))
             except NotImplementedError as err:  # a feature of the robot model's own that MuJoCo Warp lacks
                 raise ValueError(
                     f"env.backend.name='warp' cannot simulate this robot model (MuJoCo Warp: {str(err).rstrip('.')}; "
@@ -151,9 +152,7 @@ class WarpBackend(PhysicsBackend):
         self._peak_view, self._non_finite_view = wp.to_torch(self._peak), wp.to_torch(self._non_finite)
         self._overflow = wp.to_torch(d.overflow)
         self._overflow_bits = int(sum(_OVERFLOW_SETTINGS))
-        self._friction, self._mass = wp.to_torch(m.geom_friction), wp.to_torch(m.body_mass)
-        self._nominal_friction = self._friction[0].clone()
-        self._nominal_base_mass = float(robot.model.body_mass[robot.base_body_id])
+        self._fields = {name: wp.to_torch(getattr(m, name)) for name in RANDOMISED_FIELDS}
         self._actuator_ids = torch.as_tensor(robot.actuator_ids, device=self.device)
         self._torque_adr = torch.as_tensor(robot.torque_sensor_adr, device=self.device)
         self._foot_pos_adr = torch.as_tensor(robot.foot_pos_sensor_adr[:, None] + np.arange(3), device=self.device)
@@ -326,14 +325,11 @@ class WarpBackend(PhysicsBackend):
         base = self._qvel[:, :2]
         base.copy_(torch.where(mask[:, None], lin_vel_xy.to(self.device, torch.float32), base))
 
-    def set_friction(self, friction: torch.Tensor) -> None:
-        mu = friction.to(self.device, torch.float32)[self.variant_of_env]
-        self._friction.copy_(self._nominal_friction.expand_as(self._friction))
-        self._friction[:, :, 0] = mu[:, None]
-
-    def set_added_base_mass(self, added_mass: torch.Tensor) -> None:
-        dm = added_mass.to(self.device, torch.float32)[self.variant_of_env]
-        self._mass[:, self.robot.base_body_id] = self._nominal_base_mass + dm
+    def set_model_field(self, name: str, rows: np.ndarray, values: torch.Tensor) -> None:
+        check_field(name)
+        view = self._fields[name]  # (num_envs, rows of the field[, width]): one copy per world
+        per_env = values.to(self.device, torch.float32)[self.variant_of_env]
+        view[:, torch.as_tensor(rows, device=self.device)] = per_env.view(self.num_envs, len(rows), *view.shape[2:])
 
     def render_data(self, env_id: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
         """The MuJoCo model and a forward-computed MjData of one env, for rendering."""

@@ -26,6 +26,12 @@ from robolab.envs.mdp.observations import (
     physics_param,
     projected_gravity,
 )
+from robolab.envs.mdp.randomization import (
+    randomize_actuators,
+    randomize_base_com,
+    randomize_joint_dynamics,
+    randomize_link_masses,
+)
 from robolab.envs.mdp.rewards import (
     action_rate_l2,
     ang_vel_xy_l2,
@@ -84,8 +90,12 @@ __all__ = [
     "physics_param",
     "projected_gravity",
     "push_by_setting_velocity",
+    "randomize_actuators",
+    "randomize_base_com",
     "randomize_base_mass",
     "randomize_friction",
+    "randomize_joint_dynamics",
+    "randomize_link_masses",
     "reset_robot_state",
     "terrain_levels",
     "terrain_out_of_bounds",

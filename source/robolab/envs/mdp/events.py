@@ -12,13 +12,31 @@ from robolab.envs.math import quat_rotate, yaw_quat
 from robolab.envs.terms import check_range
 
 
-def randomize_friction(env, mask: torch.Tensor, friction_range: tuple[float, float]) -> None:
+def randomize_friction(env, mask: torch.Tensor, friction_range: tuple[float, float], per_foot: bool = False) -> None:
     """Startup: the sliding friction of ground and robot contacts, one draw per physics variant
-    (``env.backend.num_variants``); recorded per env as ``physics_params['friction']``."""
+    (``env.backend.num_variants``); recorded per env as ``physics_params['friction']``. With ``per_foot``, each foot
+    draws its own as well (recorded as ``foot_friction``, one column per foot): the ground's is set to 0, and MuJoCo
+    takes the larger of two geoms' coefficients, so a foot meets the ground with its own and every other part of
+    the robot with the variant's."""
     low, high = check_range("friction_range", friction_range, low_bound=0.0)
-    friction = env.uniform(low, high, env.backend.num_variants)
-    env.backend.set_friction(friction)
+    variants = env.backend.num_variants
+    friction = env.uniform(low, high, variants)
+    if not per_foot:
+        env.backend.set_friction(friction)
+        env.physics_params["friction"] = friction[env.backend.variant_of_env]
+        return
+    robot = env.robot
+    feet = env.uniform(low, high, variants, len(robot.foot_body_ids))
+    body = torch.as_tensor(robot.model.geom_bodyid, dtype=torch.long)
+    coefficient = friction.cpu()[:, None].expand(-1, robot.model.ngeom).clone()
+    coefficient[:, body == 0] = 0.0  # the ground (and the scene's static geoms)
+    for column, foot in enumerate(robot.foot_body_ids):
+        coefficient[:, body == int(foot)] = feet.cpu()[:, column : column + 1]
+    values = torch.as_tensor(robot.model.geom_friction, dtype=torch.float32).expand(variants, -1, -1).clone()
+    values[:, :, 0] = coefficient
+    env.backend.set_model_field("geom_friction", torch.arange(robot.model.ngeom).numpy(), values)
     env.physics_params["friction"] = friction[env.backend.variant_of_env]
+    env.physics_params["foot_friction"] = feet[env.backend.variant_of_env]
 
 
 def randomize_base_mass(env, mask: torch.Tensor, mass_range: tuple[float, float]) -> None:

@@ -1,0 +1,225 @@
+"""The physics randomisation events (``robolab.envs.mdp.randomization``, per-foot friction): what they draw reaches
+the simulated models on both embedded backends, from the seed alone, is recorded for the critic, and does what it
+says to the torques and contacts; bad ranges are one-line errors."""
+
+from __future__ import annotations
+
+import os
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from robolab.envs import VelocityEnv
+from robolab.envs.terms import EventTermCfg, ObsTermCfg
+from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
+
+DEVICE = os.environ.get("ROBOLAB_TEST_DEVICE", "cpu")
+REALISM = {
+    "actuators": EventTermCfg(
+        func="randomize_actuators",
+        mode="startup",
+        params={
+            "kp_scale": (0.75, 1.25),
+            "kd_scale": (0.5, 1.5),
+            "strength_scale": (0.8, 1.0),
+            "effort_scale": (0.9, 1.1),
+        },
+    ),
+    "joint_dynamics": EventTermCfg(
+        func="randomize_joint_dynamics",
+        mode="startup",
+        params={"friction_range": (0.0, 0.3), "damping_range": (0.0, 0.5), "armature_scale": (0.5, 1.5)},
+    ),
+    "base_com": EventTermCfg(
+        func="randomize_base_com",
+        mode="startup",
+        params={"x_range": (-0.05, 0.05), "y_range": (-0.05, 0.05), "z_range": (-0.01, 0.01)},
+    ),
+    "link_masses": EventTermCfg(func="randomize_link_masses", mode="startup", params={"scale_range": (0.8, 1.2)}),
+}
+RECORDED = {
+    "kp_scale": 12,
+    "kd_scale": 12,
+    "strength_scale": 12,
+    "effort_scale": 12,
+    "joint_friction": 12,
+    "joint_damping": 12,
+    "armature_scale": 12,
+    "base_com_offset": 3,
+    "link_mass_scale": None,  # every body but the world and the base
+    "foot_friction": 4,
+}
+
+
+def realism_cfg(backend: str = "mujoco", num_envs: int = 6, num_variants: int | None = 3, seed: int = 0, **events):
+    cfg = Go2FlatEnvCfg(num_envs=num_envs, seed=seed, device=DEVICE if backend == "warp" else "cpu")
+    cfg.backend.name, cfg.backend.num_variants = backend, num_variants
+    cfg.backend.num_threads = 1
+    cfg.events.update(events or REALISM)
+    cfg.events["physics_material"].params["per_foot"] = True
+    if not events:  # the whole set: the critic reads everything it draws
+        critic = cfg.observations["critic"].terms
+        for name in RECORDED:
+            critic[name] = ObsTermCfg(func="physics_param", params={"name": name})
+    return cfg
+
+
+def _field(env, name: str) -> np.ndarray:
+    """(num_envs, ...) the simulated model array ``name`` of every env, from either backend."""
+    backend = env.backend
+    if hasattr(backend, "_models"):
+        return np.stack([getattr(model, name) for model in backend._models])
+    return backend._fields[name].cpu().numpy()
+
+
+@pytest.mark.parametrize("backend", ["mujoco", "warp"])
+def test_what_the_events_draw_reaches_every_envs_model_and_the_critic(backend):
+    if backend == "warp":
+        pytest.importorskip("mujoco_warp", reason="the warp extra is part of the test extra")
+    env = VelocityEnv(realism_cfg(backend))
+    try:
+        p, robot, model = env.physics_params, env.robot, env.robot.model
+        for name, width in RECORDED.items():
+            assert p[name].shape == (6, width or model.nbody - 2), name
+        assert len({tuple(row) for row in p["kp_scale"].tolist()}) == 3  # one draw per variant, 2 envs each
+        acts, dofs = robot.actuator_ids, robot.dof_adr
+        kp = model.actuator_gainprm[acts, 0] * (p["kp_scale"] * p["strength_scale"]).cpu().numpy()
+        np.testing.assert_allclose(_field(env, "actuator_gainprm")[:, acts, 0], kp, rtol=1e-5)
+        np.testing.assert_allclose(_field(env, "actuator_biasprm")[:, acts, 1], -kp, rtol=1e-5)
+        kd = -model.actuator_biasprm[acts, 2] * (p["kd_scale"] * p["strength_scale"]).cpu().numpy()
+        np.testing.assert_allclose(_field(env, "actuator_biasprm")[:, acts, 2], -kd, rtol=1e-5)
+        limit = model.actuator_forcerange[acts, 1] * (p["strength_scale"] * p["effort_scale"]).cpu().numpy()
+        np.testing.assert_allclose(_field(env, "actuator_forcerange")[:, acts, 1], limit, rtol=1e-5)
+        np.testing.assert_allclose(
+            _field(env, "dof_frictionloss")[:, dofs],
+            model.dof_frictionloss[dofs] + p["joint_friction"].cpu().numpy(),
+            atol=1e-6,
+        )
+        np.testing.assert_allclose(
+            _field(env, "dof_armature")[:, dofs],
+            model.dof_armature[dofs] * p["armature_scale"].cpu().numpy(),
+            rtol=1e-5,
+        )
+        base = robot.base_body_id
+        np.testing.assert_allclose(
+            _field(env, "body_ipos")[:, base], model.body_ipos[base] + p["base_com_offset"].cpu().numpy(), atol=1e-6
+        )
+        links = [b for b in range(model.nbody) if b not in (0, base)]
+        mass = _field(env, "body_mass")
+        np.testing.assert_allclose(
+            mass[:, links], model.body_mass[links] * p["link_mass_scale"].cpu().numpy(), rtol=1e-5
+        )
+        np.testing.assert_allclose(mass[:, base], model.body_mass[base] + p["added_base_mass"].cpu().numpy(), rtol=1e-5)
+        friction = _field(env, "geom_friction")[:, :, 0]
+        assert (friction[:, model.geom_bodyid == 0] == 0).all()  # the ground defers to the robot's geoms
+        for column, foot in enumerate(robot.foot_body_ids):
+            np.testing.assert_allclose(
+                friction[:, model.geom_bodyid == foot][:, 0], p["foot_friction"][:, column].cpu(), rtol=1e-6
+            )
+        # the critic reads what was drawn, the policy does not
+        critic, policy = env.get_observations()["critic"], env.get_observations()["policy"]
+        assert critic.shape[1] - policy.shape[1] >= sum(w or model.nbody - 2 for w in RECORDED.values())
+        assert torch.equal(critic[:, -4:], p["foot_friction"])
+    finally:
+        env.close()
+
+
+def test_the_same_seed_draws_the_same_robots_and_another_seed_others():
+    first, again, other = (VelocityEnv(realism_cfg(seed=s)) for s in (0, 0, 1))
+    for name in RECORDED:
+        assert torch.equal(first.physics_params[name], again.physics_params[name]), name
+        assert not torch.equal(first.physics_params[name], other.physics_params[name]), name
+    np.testing.assert_array_equal(_field(first, "actuator_gainprm"), _field(again, "actuator_gainprm"))
+    for env in (first, again, other):
+        env.close()
+
+
+def test_both_backends_simulate_the_same_randomised_robots():
+    """In the air (no contacts, whose solutions part the two solvers within steps), every drawn parameter shapes the
+    motion: the gains and strength the joints' response, damping, friction and armature their speed, the masses and
+    the centre of mass how the body turns. Both backends must fly each env's own robot the same way (MuJoCo C
+    ignored a moved centre of mass on the Go2's base until its compile-time same-frame flag was cleared)."""
+    pytest.importorskip("mujoco_warp", reason="the warp extra is part of the test extra")
+    envs = [VelocityEnv(realism_cfg(name, num_envs=3, num_variants=None)) for name in ("mujoco", "warp")]
+    try:
+        torch.testing.assert_close(envs[0].physics_params["kp_scale"], envs[1].physics_params["kp_scale"].cpu())
+        qpos = torch.tensor(envs[0].robot.model.key_qpos[0], dtype=torch.float32).repeat(3, 1)
+        qpos[:, 2] = 3.0
+        g = torch.Generator().manual_seed(0)
+        targets = [qpos[:, 7:] + 0.4 * torch.randn(3, 12, generator=g) for _ in range(8)]
+        for env in envs:
+            backend = env.backend
+            backend.reset(torch.ones(3, dtype=torch.bool), qpos.to(env.device), torch.zeros(3, backend.robot.model.nv))
+            for target in targets:
+                backend.step(target.to(env.device), env.cfg.decimation)
+        (c, warp), (c_vel, warp_vel) = (
+            (envs[0].backend.qpos, envs[1].backend.qpos.cpu()),
+            (envs[0].backend.qvel, envs[1].backend.qvel.cpu()),
+        )
+        # 1e-6 apart without joint friction; dry friction is a constraint the two solvers meet within ~1e-3
+        torch.testing.assert_close(warp, c, atol=2e-3, rtol=0)
+        torch.testing.assert_close(warp_vel, c_vel, atol=0.2, rtol=0)
+        assert (c[:, 7:] - qpos[:, 7:]).abs().max() > 0.1  # the joints did move
+    finally:
+        for env in envs:
+            env.close()
+
+
+@pytest.mark.parametrize("backend", ["mujoco", "warp"])
+def test_the_effort_scale_caps_every_joint_torque_at_its_share_of_the_limit(backend):
+    if backend == "warp":
+        pytest.importorskip("mujoco_warp", reason="the warp extra is part of the test extra")
+    effort = EventTermCfg(func="randomize_actuators", mode="startup", params={"effort_scale": (0.1, 0.1)})
+    env = VelocityEnv(realism_cfg(backend, num_envs=4, actuators=effort))
+    try:
+        limit = torch.as_tensor(env.robot.model.actuator_forcerange[env.robot.actuator_ids, 1], dtype=torch.float32)
+        peak = torch.zeros(4, 12)
+        for sign in (1.0, -1.0):  # far targets: every joint pushes as hard as it may
+            for _ in range(3):
+                env.step(torch.full((4, 12), 4.0 * sign, device=env.device))
+                peak = torch.maximum(peak, env.backend.joint_torques.abs().cpu())
+        assert (peak <= 0.1 * limit + 1e-4).all()
+        assert (peak >= 0.1 * limit - 1e-4).float().mean() > 0.5  # and most reach it
+    finally:
+        env.close()
+
+
+def test_a_foot_meets_the_ground_with_its_own_friction():
+    env = VelocityEnv(realism_cfg(num_envs=2, num_variants=None))
+    try:
+        for _ in range(25):  # land and stand
+            env.step(torch.zeros(2, 12))
+        model, data = env.backend.render_data(0)
+        mujoco.mj_forward(model, data)
+        feet = {int(b): column for column, b in enumerate(env.robot.foot_body_ids)}
+        touched = 0
+        for contact in data.contact[: data.ncon]:
+            bodies = [int(model.geom_bodyid[g]) for g in contact.geom]
+            foot = next((b for b in bodies if b in feet), None)
+            if foot is not None and 0 in bodies:
+                assert contact.friction[0] == pytest.approx(
+                    env.physics_params["foot_friction"][0, feet[foot]].item(), rel=1e-6
+                )
+                touched += 1
+        assert touched >= 2
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    "event, params, message",
+    [
+        ("randomize_actuators", {"kp_scale": (-0.5, 1.0)}, "kp_scale=[-0.5, 1.0]: the low end must be >= 0"),
+        ("randomize_joint_dynamics", {"damping_range": (0.5, 0.1)}, "damping_range=[0.5, 0.1]: expected [low, high]"),
+        ("randomize_link_masses", {"scale_range": (0.0, 1.0)}, "scale_range=[0.0, 1.0]: the low end must be > 0"),
+        ("randomize_link_masses", {"scale_range": (0.9, 1.1), "bodies": ["tail"]}, "bodies: 'tail' matches none"),
+        ("randomize_actuators", {"joints": ["elbow.*"]}, "joints: 'elbow.*' matches none of the robot's joints"),
+    ],
+)
+def test_a_bad_range_is_a_one_line_error_naming_the_term_and_value(event, params, message):
+    cfg = realism_cfg(num_envs=2, bad=EventTermCfg(func=event, mode="startup", params=params))
+    with pytest.raises(ValueError) as err:
+        VelocityEnv(cfg)
+    assert message in str(err.value) and "env.events.bad" in str(err.value) and "\n" not in str(err.value)
