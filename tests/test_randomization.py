@@ -4,6 +4,7 @@ says to the torques and contacts; bad ranges are one-line errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import mujoco
@@ -223,3 +224,124 @@ def test_a_bad_range_is_a_one_line_error_naming_the_term_and_value(event, params
     with pytest.raises(ValueError) as err:
         VelocityEnv(cfg)
     assert message in str(err.value) and "env.events.bad" in str(err.value) and "\n" not in str(err.value)
+
+
+# --- time: action and observation delays, IMU bias ----------------------------------------------------------------
+def test_a_delay_line_gives_each_env_its_own_past_and_restarts_an_episode_without_the_last_ones():
+    from robolab.envs.delay import DelayLine
+
+    line = DelayLine(3, 2, torch.device("cpu"))
+    line.restart(torch.ones(3, dtype=torch.bool), torch.tensor([0, 1, 2]))
+    out = [line(torch.full((3, 1), float(t)))[:, 0].tolist() for t in range(4)]
+    assert out == [[0, 0, 0], [1, 0, 0], [2, 1, 0], [3, 2, 1]]  # the first value stands in for the steps before it
+    line.restart(torch.tensor([False, False, True]), torch.tensor([0, 0, 1]))
+    assert line(torch.full((3, 1), 9.0))[:, 0].tolist() == [9, 3, 9]  # env 2's new episode: nothing from before
+
+
+def _time_cfg(**events) -> object:
+    cfg = Go2FlatEnvCfg(num_envs=4, seed=0)
+    cfg.backend.num_threads = 1
+    cfg.events.update(events)
+    return cfg
+
+
+def test_an_action_delay_sends_the_motors_the_action_of_steps_before():
+    delay = EventTermCfg(func="randomize_action_delay", mode="reset", params={"steps_range": (0, 2)})
+    env = VelocityEnv(_time_cfg(action_delay=delay))
+    try:
+        steps = env.physics_params["action_delay"].long()
+        assert set(steps.tolist()) <= {0, 1, 2} and len(set(steps.tolist())) > 1
+        g = torch.Generator().manual_seed(0)
+        sent = []
+        for t in range(4):
+            action = 0.1 * torch.randn(4, 12, generator=g)
+            sent.append(action)
+            env.step(action)
+            ctrl = torch.as_tensor(env.backend._ctrl[:, 0, env.robot.actuator_ids], dtype=torch.float32)
+            for i in range(4):
+                expected = sent[max(t - int(steps[i]), 0)][i]
+                torch.testing.assert_close(ctrl[i], env.default_joint_pos + env.cfg.action_scale * expected)
+    finally:
+        env.close()
+
+
+def test_an_observation_delay_shows_the_policy_the_frame_of_steps_before_and_the_critic_the_delay():
+    cfg = _time_cfg()
+    policy = cfg.observations["policy"]
+    policy.enable_corruption, policy.delay_range = False, (1, 1)
+    cfg.observations["now"] = dataclasses.replace(policy, delay_range=(0, 0))
+    cfg.observations["critic"].terms["policy_delay"] = ObsTermCfg(func="physics_param", params={"name": "policy_delay"})
+    env = VelocityEnv(cfg)
+    try:
+        previous = env.get_observations()["now"]
+        for _ in range(3):
+            obs, _, dones, _ = env.step(torch.zeros(4, 12))
+            assert not dones.any()
+            torch.testing.assert_close(obs["policy"], previous)
+            previous = obs["now"]
+        assert (obs["critic"][:, -1] == 1.0).all()
+    finally:
+        env.close()
+
+
+def test_an_imu_bias_offsets_the_gyro_and_tilts_gravity_and_is_redrawn_each_episode():
+    imu = EventTermCfg(
+        func="randomize_imu_bias", mode="reset", params={"gyro_range": (-0.1, 0.1), "tilt_range": (-0.05, 0.05)}
+    )
+    cfg = _time_cfg(imu=imu)
+    cfg.observations["policy"].terms["base_ang_vel"] = ObsTermCfg(func="imu_ang_vel")
+    cfg.observations["policy"].terms["projected_gravity"] = ObsTermCfg(func="imu_projected_gravity")
+    cfg.observations["policy"].enable_corruption = False
+    env = VelocityEnv(cfg)
+    try:
+        bias, tilt = env.physics_params["imu_gyro_bias"].clone(), env.physics_params["imu_tilt"].clone()
+        assert bias.abs().max() <= 0.1 and bias.abs().min() > 0 and tilt.abs().max() <= 0.05
+        policy = env.get_observations()["policy"]
+        torch.testing.assert_close(policy[:, 3:6], env.state.base_ang_vel + bias)
+        roll, pitch = tilt[:, 0], tilt[:, 1]
+        for i in range(4):  # gravity in the frame of an IMU turned by roll about x, then pitch about the new y
+            cr, sr, cp, sp = (
+                float(f(a[i]))
+                for a, f in ((roll, torch.cos), (roll, torch.sin), (pitch, torch.cos), (pitch, torch.sin))
+            )
+            rx = torch.tensor([[1.0, 0, 0], [0, cr, -sr], [0, sr, cr]])
+            ry = torch.tensor([[cp, 0, sp], [0, 1.0, 0], [-sp, 0, cp]])
+            torch.testing.assert_close(policy[i, 6:9], (rx @ ry).T @ env.state.projected_gravity[i])
+        env.reset()
+        assert not torch.equal(env.physics_params["imu_gyro_bias"], bias)
+    finally:
+        env.close()
+
+
+def test_the_same_seed_draws_the_same_delays():
+    delay = EventTermCfg(func="randomize_action_delay", mode="reset", params={"steps_range": (0, 3)})
+    runs = []
+    for _ in range(2):
+        cfg = _time_cfg(action_delay=delay)
+        cfg.observations["policy"].delay_range = (0, 2)
+        env = VelocityEnv(cfg)
+        runs.append((env.physics_params["action_delay"].clone(), env.physics_params["policy_delay"].clone()))
+        env.close()
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            {"action_delay": EventTermCfg(func="randomize_action_delay", mode="reset", params={"steps_range": (2, 1)})},
+            "env.events.action_delay.params.steps_range=[2, 1]: expected [low, high], two whole numbers with 0 <= low",
+        ),
+        (
+            {"delay_range": (0.5, 1)},
+            "env.observations.policy.delay_range=[0.5, 1]: expected [low, high], two whole numbers",
+        ),
+    ],
+)
+def test_a_bad_delay_is_a_one_line_error(change, message):
+    cfg = _time_cfg(**{k: v for k, v in change.items() if k != "delay_range"})
+    if "delay_range" in change:
+        cfg.observations["policy"].delay_range = change["delay_range"]
+    with pytest.raises(ValueError) as err:
+        VelocityEnv(cfg)
+    assert message in str(err.value) and "\n" not in str(err.value)

@@ -13,7 +13,17 @@ from dataclasses import dataclass
 import torch
 
 from robolab import resources
-from robolab.envs.terms import BoundTerm, ObsGroupCfg, ObsTermCfg, TermError, bind_table, check_output, guarded
+from robolab.envs.delay import DelayLine
+from robolab.envs.terms import (
+    BoundTerm,
+    ObsGroupCfg,
+    ObsTermCfg,
+    TermError,
+    bind_table,
+    check_int_range,
+    check_output,
+    guarded,
+)
 
 MAX_GROUP_WIDTH = 2**20
 """The most numbers one observation group may hold, histories included: a network's first layer over more than a
@@ -58,6 +68,7 @@ class _Group:
     scale: torch.Tensor | None
     term_histories: list[History] | None
     history: History
+    delay: DelayLine | None
 
 
 def _signature(term: BoundTerm) -> tuple:
@@ -84,6 +95,10 @@ class ObservationGroups:
                 raise TermError(f"{key}.terms: a group needs at least one term")
             if cfg.history_length < 1:
                 raise TermError(f"{key}.history_length={cfg.history_length}: must be >= 1")
+            try:
+                check_int_range(f"{key}.delay_range", cfg.delay_range)
+            except ValueError as err:
+                raise TermError(str(err)) from None
             self.groups.append(
                 self._build(name, cfg, bind_table(f"observations.{name}.terms", cfg.terms, 1, ObsTermCfg))
             )
@@ -119,7 +134,11 @@ class ObservationGroups:
             for _, t in columns
         )
         term_signatures = [_signature(t) for t in terms]
-        signature = (tuple(term_signatures), modifiers, cfg.history_length)
+        signature = (tuple(term_signatures), modifiers, cfg.history_length, tuple(cfg.delay_range))
+        delay = None
+        if tuple(cfg.delay_range) != (0, 0):
+            delay = DelayLine(env.num_envs, cfg.delay_range[1], env.device)
+            self._draw_delays(name, cfg, delay, torch.ones(env.num_envs, dtype=torch.bool, device=env.device))
         return _Group(
             name,
             cfg,
@@ -132,7 +151,15 @@ class ObservationGroups:
             scale,
             histories if any(h.length > 1 for h in histories) else None,
             History(cfg.history_length),
+            delay,
         )
+
+    def _draw_delays(self, name: str, cfg: ObsGroupCfg, delay: DelayLine, mask: torch.Tensor) -> None:
+        """New delays for the envs of ``mask`` (their episodes start), recorded as ``<group>_delay``."""
+        env, (low, high) = self.env, cfg.delay_range
+        steps = torch.randint(low, high + 1, (env.num_envs,), generator=env.generator, device=env.device)
+        delay.restart(mask, steps)
+        env.physics_params[f"{name}_delay"] = delay.delays.float()
 
     def _check_size(self, name: str, cfg: ObsGroupCfg, terms: list[BoundTerm], widths: list[int]) -> None:
         """The group's width and its history buffers' memory, checked before any buffer exists; the message names
@@ -171,8 +198,11 @@ class ObservationGroups:
         raise KeyError(name)
 
     def clear_history(self) -> None:
+        everyone = torch.ones(self.env.num_envs, dtype=torch.bool, device=self.env.device)
         for group in self.groups:
             group.history.clear()
+            if group.delay is not None:
+                self._draw_delays(group.name, group.cfg, group.delay, everyone)
             for history in group.term_histories or ():
                 history.clear()
 
@@ -186,7 +216,10 @@ class ObservationGroups:
         for group in self.groups:
             if only is not None and group.name != only:
                 continue
-            if group.noise is None and group.signature in done:  # the same declaration, no draw: the same tensor
+            if group.delay is not None and reset is not None:
+                self._draw_delays(group.name, group.cfg, group.delay, reset)
+            if group.noise is None and group.delay is None and group.signature in done:  # the same declaration, no
+                # draw: the same tensor
                 out[group.name] = done[group.signature]
                 continue
             parts = []
@@ -203,10 +236,12 @@ class ObservationGroups:
                 frame = frame.clamp(min=group.low, max=group.high)
             if group.scale is not None:
                 frame = frame * group.scale
+            if group.delay is not None:  # what the policy sees late is the reading as it was, noise and all
+                frame = group.delay(frame)
             if group.term_histories is not None:
                 chunks = frame.split([p.shape[1] for p in parts], dim=1)
                 frame = torch.cat([h(c, reset) for h, c in zip(group.term_histories, chunks)], dim=1)
             out[group.name] = group.history(frame, reset)
-            if group.noise is None:
+            if group.noise is None and group.delay is None:
                 done[group.signature] = out[group.name]
         return out

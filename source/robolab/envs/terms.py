@@ -77,6 +77,9 @@ class ObsGroupCfg:
     """Add each term's noise (evaluation and the privileged groups turn it off)."""
     history_length: int = 1
     """Frames of the whole group stacked, oldest first (1: the current frame only)."""
+    delay_range: tuple[int, int] = (0, 0)
+    """Control steps the group reaches the policy late, drawn per env and episode from these whole numbers (a
+    sensor's and the onboard computer's latency; recorded as the ``physics_param`` ``<group>_delay``)."""
 
 
 @dataclass
@@ -189,6 +192,15 @@ def check_range(key: str, value, low_bound: float | None = None) -> tuple[float,
     if not ok:
         raise ValueError(f"{key}={pair}: expected [low, high], two finite numbers with low <= high")
     return float(pair[0]), float(pair[1])
+
+
+def check_int_range(key: str, value) -> tuple[int, int]:
+    """A (low, high) pair of integers with 0 <= low <= high; a ``ValueError`` naming ``key`` otherwise."""
+    pair = list(value) if isinstance(value, (list, tuple)) else [value]
+    ok = len(pair) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in pair)
+    if not ok or not 0 <= pair[0] <= pair[1]:
+        raise ValueError(f"{key}={pair}: expected [low, high], two whole numbers with 0 <= low <= high")
+    return int(pair[0]), int(pair[1])
 
 
 @dataclass

@@ -23,6 +23,7 @@ import torch
 from tensordict import TensorDict
 
 from robolab.envs.backends import make_backend
+from robolab.envs.delay import DelayLine
 from robolab.envs.divergence import DivergenceGuard, PhysicsDivergedError, likely_culprits
 from robolab.envs.gaits import GaitScores
 from robolab.envs.io_descriptors import io_descriptors
@@ -88,6 +89,8 @@ class VelocityEnv(VecEnv):
         self.gait_scores = GaitScores(cfg.gaits or {}, list(cfg.robot.foot_bodies), self.device)
         self.physics_params: dict[str, torch.Tensor] = {}
         """Per-env values the events drew (``friction``, ``added_base_mass`` ...), for privileged observations."""
+        self.action_delay: DelayLine | None = None
+        """Set by an action-delay event (``randomize_action_delay``); None: actions act at once."""
         self.divergence = DivergenceGuard(self)
 
         # Active terms only: a reward whose weight is 0 is never computed.
@@ -126,7 +129,8 @@ class VelocityEnv(VecEnv):
     def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
         actions = actions.to(self.device).clamp(-self.cfg.clip_actions, self.cfg.clip_actions)
         self.actions = actions
-        self.backend.step(self.default_joint_pos + self.cfg.action_scale * actions, self.cfg.decimation)
+        applied = actions if self.action_delay is None else self.action_delay(actions)
+        self.backend.step(self.default_joint_pos + self.cfg.action_scale * applied, self.cfg.decimation)
 
         non_finite = self.backend.non_finite
         self.prev_joint_vel = self.state.joint_vel
@@ -215,6 +219,13 @@ class VelocityEnv(VecEnv):
 
     def io_descriptors(self) -> dict:
         return io_descriptors(self)
+
+    def delay_actions(self, mask: torch.Tensor, steps: torch.Tensor, max_steps: int) -> None:
+        """From their next step, the envs of ``mask`` send the motors the action they were given ``steps`` control
+        steps ago (their new episode starts with its first action repeated); ``max_steps`` bounds every delay."""
+        if self.action_delay is None or self.action_delay.max_delay != max_steps:
+            self.action_delay = DelayLine(self.num_envs, max_steps, self.device)
+        self.action_delay.restart(mask, steps)
 
     def uniform(self, low: float, high: float, *shape: int) -> torch.Tensor:
         """Uniform draws in [low, high) from the env's seeded generator (terms draw their randomness here)."""

@@ -9,8 +9,10 @@ from robolab.envs.mdp.commands import UniformVelocityCommand
 from robolab.envs.mdp.curricula import terrain_levels
 from robolab.envs.mdp.events import (
     push_by_setting_velocity,
+    randomize_action_delay,
     randomize_base_mass,
     randomize_friction,
+    randomize_imu_bias,
     reset_robot_state,
 )
 from robolab.envs.mdp.observations import (
@@ -20,6 +22,8 @@ from robolab.envs.mdp.observations import (
     foot_contact,
     generated_commands,
     height_scan,
+    imu_ang_vel,
+    imu_projected_gravity,
     joint_pos_rel,
     joint_vel,
     last_action,
@@ -77,6 +81,8 @@ __all__ = [
     "generated_commands",
     "height_scan",
     "illegal_contact",
+    "imu_ang_vel",
+    "imu_projected_gravity",
     "is_terminated",
     "joint_acc_l2",
     "joint_deviation_l1",
@@ -90,10 +96,12 @@ __all__ = [
     "physics_param",
     "projected_gravity",
     "push_by_setting_velocity",
+    "randomize_action_delay",
     "randomize_actuators",
     "randomize_base_com",
     "randomize_base_mass",
     "randomize_friction",
+    "randomize_imu_bias",
     "randomize_joint_dynamics",
     "randomize_link_masses",
     "reset_robot_state",

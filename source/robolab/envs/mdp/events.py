@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from robolab.envs.math import quat_rotate, yaw_quat
-from robolab.envs.terms import check_range
+from robolab.envs.terms import check_int_range, check_range
 
 
 def randomize_friction(env, mask: torch.Tensor, friction_range: tuple[float, float], per_foot: bool = False) -> None:
@@ -116,3 +116,32 @@ def push_by_setting_velocity(env, mask: torch.Tensor, velocity_range: float) -> 
     push = env.uniform(-velocity_range, velocity_range, env.num_envs, 2)
     world_vel = quat_rotate(env.state.base_quat, env.state.base_lin_vel)
     env.backend.set_base_velocity(mask, world_vel[:, :2] + push)
+
+
+def randomize_action_delay(env, mask: torch.Tensor, steps_range: tuple[int, int]) -> None:
+    """Reset: each new episode's actions reach the motors late by a whole number of control steps drawn from
+    ``steps_range`` per env and episode (a robot's bus and driver latency: Isaac Lab's ``DelayedPDActuatorCfg``,
+    holosoma's action delay); recorded as ``action_delay`` (steps)."""
+    low, high = check_int_range("steps_range", steps_range)
+    steps = torch.randint(low, high + 1, (env.num_envs,), generator=env.generator, device=env.device)
+    env.delay_actions(mask, steps, high)
+    previous = env.physics_params.get("action_delay", torch.zeros(env.num_envs, device=env.device))
+    env.physics_params["action_delay"] = torch.where(mask, steps.float(), previous)
+
+
+def randomize_imu_bias(
+    env,
+    mask: torch.Tensor,
+    gyro_range: tuple[float, float] = (0.0, 0.0),
+    tilt_range: tuple[float, float] = (0.0, 0.0),
+) -> None:
+    """Reset: each new episode's IMU is off by a constant gyro bias (rad/s, each axis from ``gyro_range``) and
+    mounted tilted (roll and pitch, rad, each from ``tilt_range``): what ``imu_ang_vel`` and
+    ``imu_projected_gravity`` read, a new error each episode. Recorded as ``imu_gyro_bias`` (3) and ``imu_tilt``
+    (2)."""
+    gyro = check_range("gyro_range", gyro_range)
+    tilt = check_range("tilt_range", tilt_range)
+    drawn = {"imu_gyro_bias": env.uniform(*gyro, env.num_envs, 3), "imu_tilt": env.uniform(*tilt, env.num_envs, 2)}
+    for name, value in drawn.items():
+        previous = env.physics_params.get(name, torch.zeros_like(value))
+        env.physics_params[name] = torch.where(mask[:, None], value, previous)

@@ -80,3 +80,12 @@ def joint_pos_limits(joint_pos: torch.Tensor, lower: torch.Tensor, upper: torch.
 def lin_vel_tracking_error(command: torch.Tensor, base_lin_vel: torch.Tensor) -> torch.Tensor:
     """Euclidean error (m/s) between commanded and achieved horizontal base velocity."""
     return (command[:, :2] - base_lin_vel[:, :2]).norm(dim=1)
+
+
+def rotate_by_roll_pitch(vector: torch.Tensor, roll: torch.Tensor, pitch: torch.Tensor) -> torch.Tensor:
+    """(num_envs, 3) vectors expressed in a frame turned by ``roll`` about x, then ``pitch`` about the new y
+    (the transpose of R = Rx(roll) Ry(pitch) applied to each)."""
+    cr, sr, cp, sp = roll.cos(), roll.sin(), pitch.cos(), pitch.sin()
+    x, y, z = vector.unbind(dim=1)
+    # R^T v with R = Rx(roll) @ Ry(pitch)
+    return torch.stack([cp * x + sp * sr * y - sp * cr * z, cr * y + sr * z, sp * x - cp * sr * y + cp * cr * z], dim=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from robolab.amp.features import amp_features, check_terms
+from robolab.envs.mdp import kernels
 
 
 def base_lin_vel(env) -> torch.Tensor:
@@ -158,3 +159,20 @@ def amp_state(env, terms: list[str]) -> torch.Tensor:
         base_ang_vel=s.base_ang_vel,
         foot_pos=torch.nan_to_num(env.backend.foot_positions),
     )
+
+
+def imu_ang_vel(env) -> torch.Tensor:
+    """The base's angular velocity as its IMU's gyro reads it: plus the episode's bias (``randomize_imu_bias``; none
+    without that event)."""
+    bias = env.physics_params.get("imu_gyro_bias")
+    return env.state.base_ang_vel if bias is None else env.state.base_ang_vel + bias
+
+
+def imu_projected_gravity(env) -> torch.Tensor:
+    """Gravity's direction in the frame of an IMU mounted tilted by the episode's roll and pitch
+    (``randomize_imu_bias``; the base frame without that event)."""
+    tilt = env.physics_params.get("imu_tilt")
+    gravity = env.state.projected_gravity
+    if tilt is None:
+        return gravity
+    return kernels.rotate_by_roll_pitch(gravity, tilt[:, 0], tilt[:, 1])
