@@ -345,3 +345,65 @@ def test_a_bad_delay_is_a_one_line_error(change, message):
     with pytest.raises(ValueError) as err:
         VelocityEnv(cfg)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+# --- the command curriculum ---------------------------------------------------------------------------------------
+def _curriculum_cfg(threshold: float, **params) -> object:
+    from robolab.envs.terms import CurriculumTermCfg
+
+    cfg = Go2FlatEnvCfg(num_envs=4, seed=0, episode_length_s=0.1)  # 5-step episodes
+    cfg.backend.num_threads = 1
+    cfg.commands["base_velocity"].params.update({"lin_vel_x": (-0.5, 0.5), "ang_vel_z": (-0.5, 0.5)})
+    limits = {"lin_vel_x": (-1.0, 2.0), "ang_vel_z": (-0.5, 0.5)}
+    cfg.curricula["commands"] = CurriculumTermCfg(
+        func="command_ranges", params={"limits": limits, "step": 0.2, "error_threshold": threshold, **params}
+    )
+    return cfg
+
+
+def test_the_command_curriculum_widens_the_ranges_while_tracking_is_good_up_to_the_limits_and_resumes():
+    env = VelocityEnv(_curriculum_cfg(threshold=100.0))  # any tracking is good enough
+    try:
+        for _ in range(5):  # one episode: one widening
+            _, _, _, extras = env.step(torch.zeros(4, 12))
+        ranges = env.command_terms["base_velocity"].ranges
+        torch.testing.assert_close(ranges["lin_vel_x"], torch.tensor([-0.7, 0.7]))
+        torch.testing.assert_close(ranges["ang_vel_z"], torch.tensor([-0.5, 0.5]))  # already at its limits
+        assert float(extras["log"]["Curriculum/commands/lin_vel_x_max"]) == pytest.approx(0.7)
+        for _ in range(50):
+            env.step(torch.zeros(4, 12))
+        torch.testing.assert_close(ranges["lin_vel_x"], torch.tensor([-1.0, 2.0]))
+        forward = env.command("base_velocity")[:, 0]
+        assert forward.min() >= -1.0 and forward.max() <= 2.0
+        saved = env.state_dict()
+        assert torch.equal(saved["command.base_velocity.lin_vel_x"], torch.tensor([-1.0, 2.0]))
+    finally:
+        env.close()
+    fresh = VelocityEnv(_curriculum_cfg(threshold=100.0))
+    try:
+        fresh.load_state_dict(saved)
+        torch.testing.assert_close(fresh.command_terms["base_velocity"].ranges["lin_vel_x"], torch.tensor([-1.0, 2.0]))
+    finally:
+        fresh.close()
+
+
+def test_the_command_curriculum_holds_the_ranges_while_tracking_is_poor():
+    env = VelocityEnv(_curriculum_cfg(threshold=1e-6))
+    try:
+        for _ in range(20):
+            env.step(torch.zeros(4, 12))
+        torch.testing.assert_close(env.command_terms["base_velocity"].ranges["lin_vel_x"], torch.tensor([-0.5, 0.5]))
+    finally:
+        env.close()
+
+
+def test_a_command_limit_that_does_not_hold_the_start_range_is_a_one_line_error():
+    cfg = _curriculum_cfg(threshold=0.25)
+    cfg.curricula["commands"].params["limits"] = {"lin_vel_x": (0.0, 2.0)}
+    with pytest.raises(ValueError) as err:
+        VelocityEnv(cfg)
+    message = str(err.value)
+    assert (
+        "env.curricula.commands" in message
+        and "limits.lin_vel_x=[0.0, 2.0]: must hold the command's range [-0.5, 0.5]" in message
+    )

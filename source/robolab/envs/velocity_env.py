@@ -203,14 +203,24 @@ class VelocityEnv(VecEnv):
         return self.terrain.height_at(xy)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """What a checkpoint keeps of the env beyond its RNG: the terrain curriculum's levels."""
-        return {} if self.terrain is None else {f"terrain.{k}": v for k, v in self.terrain.state_dict().items()}
+        """What a checkpoint keeps of the env beyond its RNG: the terrain curriculum's levels, and the commands'
+        ranges (a command curriculum widens them)."""
+        state = {} if self.terrain is None else {f"terrain.{k}": v for k, v in self.terrain.state_dict().items()}
+        for name, command in self.command_terms.items():
+            if hasattr(command, "state_dict"):
+                state.update({f"command.{name}.{k}": v for k, v in command.state_dict().items()})
+        return state
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         terrain = {k.removeprefix("terrain."): v for k, v in state.items() if k.startswith("terrain.")}
         if self.terrain is not None and terrain:
             self.terrain.load_state_dict(terrain)
             # The restored levels place the next episodes; the envs running now started on the old ones.
+        for name, command in self.command_terms.items():
+            prefix = f"command.{name}."
+            saved = {k.removeprefix(prefix): v for k, v in state.items() if k.startswith(prefix)}
+            if saved and hasattr(command, "load_state_dict"):
+                command.load_state_dict(saved)
 
     @property
     def non_finite_count(self) -> int:

@@ -6,7 +6,7 @@ any importable module (``func: mypkg.terms:bonus``): see ``robolab.envs.terms``.
 
 from robolab.envs.mdp import kernels
 from robolab.envs.mdp.commands import UniformVelocityCommand
-from robolab.envs.mdp.curricula import terrain_levels
+from robolab.envs.mdp.curricula import command_ranges, terrain_levels
 from robolab.envs.mdp.events import (
     push_by_setting_velocity,
     randomize_action_delay,
@@ -72,6 +72,7 @@ __all__ = [
     "base_height_below",
     "base_height_l2",
     "base_lin_vel",
+    "command_ranges",
     "feet_air_time",
     "feet_air_time_biped",
     "feet_slide",

@@ -28,8 +28,9 @@ class UniformVelocityCommand:
         heading: tuple[float, float] = (-math.pi, math.pi),
         heading_stiffness: float = 0.5,
     ):
+        # On the device: a command curriculum (``command_ranges``) widens them without asking the GPU anything.
         self.ranges = {
-            name: check_range(name, value)
+            name: torch.tensor(check_range(name, value), device=env.device)
             for name, value in (("lin_vel_x", lin_vel_x), ("lin_vel_y", lin_vel_y), ("ang_vel_z", ang_vel_z))
         }
         self.heading_range = check_range("heading", heading)
@@ -56,6 +57,15 @@ class UniformVelocityCommand:
         self.command = torch.where(mask[:, None], cmd, self.command)
         self.heading_target = torch.where(mask, env.uniform(*self.heading_range, n), self.heading_target)
         self.timer.masked_fill_(mask, self.resampling_time_s)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The ranges as they are now (a curriculum may have widened them), for a checkpoint."""
+        return {name: value.clone() for name, value in self.ranges.items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        for name, value in state.items():
+            if name in self.ranges:
+                self.ranges[name] = value.to(self.ranges[name])
 
     def update(self) -> None:
         """One control step: resample where the timer ran out; steer the yaw rate towards the target heading."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from robolab.envs.terms import check_range
+
 
 def terrain_levels(
     env,
@@ -46,4 +48,60 @@ def terrain_levels(
     means = terrain.mean_level_by_type()
     log = {"": terrain.levels.float().mean()}
     log.update(zip(terrain.level_type_names, means.unbind()))
+    return log
+
+
+def command_ranges(
+    env,
+    mask: torch.Tensor,
+    limits: dict[str, tuple[float, float]],
+    step: float = 0.1,
+    error_threshold: float = 0.25,
+    every_s: float | None = None,
+    command_name: str = "base_velocity",
+) -> dict[str, torch.Tensor]:
+    """legged_gym's command curriculum: every ``every_s`` seconds (an episode's length when None), if the episodes
+    that ended since tracked their commands within ``error_threshold`` m/s on average, every range in ``limits``
+    (``lin_vel_x``, ``lin_vel_y``, ``ang_vel_z``) widens by ``step`` at each end, up to its limit. Judged on the
+    device (no wait for the GPU); the ranges are kept in checkpoints. Logged: each range's ends."""
+    command = env.command_terms.get(command_name)
+    if command is None or not hasattr(command, "ranges"):
+        have = ", ".join(env.command_terms)
+        raise ValueError(f"command_name={command_name!r}: no velocity command of that name (have: {have})")
+    if not step > 0 or not error_threshold > 0:
+        raise ValueError(f"step={step}, error_threshold={error_threshold}: both must be > 0")
+    key = ("command_ranges", command_name)
+    state = env.term_cache.get(key)
+    if state is None:
+        for name, limit in limits.items():
+            if name not in command.ranges:
+                raise ValueError(f"limits: {name!r} is no range of the command (have: {', '.join(command.ranges)})")
+            low, high = check_range(f"limits.{name}", limit)
+            start_low, start_high = command.ranges[name].tolist()  # once, at the first call
+            if not low <= start_low <= start_high <= high:
+                start = [start_low, start_high]
+                raise ValueError(f"limits.{name}={[low, high]}: must hold the command's range {start}")
+        every = env.max_episode_length if every_s is None else max(1, round(every_s / env.step_dt))
+        zero = torch.zeros((), device=env.device)
+        # The first call is the env's first reset, before any step: the count of steps starts after it.
+        state = env.term_cache[key] = {"every": every, "steps": -1, "error": zero.clone(), "count": zero.clone()}
+    ended = mask & (env.episode_steps > 0)
+    diverged = getattr(env, "terminated_by", {}).get("diverged")
+    if diverged is not None:
+        ended = ended & ~diverged
+    per_episode = env.episode_tracking_error / env.episode_steps.clamp_min(1)
+    state["error"] = state["error"] + (per_episode * ended).sum()
+    state["count"] = state["count"] + ended.sum()
+    state["steps"] += 1
+    if state["steps"] % state["every"] == 0:
+        mean = state["error"] / state["count"].clamp_min(1)
+        widen = (state["count"] > 0) & (mean < error_threshold)
+        for name, (low, high) in limits.items():
+            current = command.ranges[name]
+            wider = torch.stack([(current[0] - step).clamp_min(low), (current[1] + step).clamp_max(high)])
+            command.ranges[name] = torch.where(widen, wider, current)
+        state["error"], state["count"] = state["error"] * 0, state["count"] * 0
+    log = {}
+    for name in limits:
+        log[f"{name}_min"], log[f"{name}_max"] = command.ranges[name].unbind()
     return log
