@@ -94,3 +94,23 @@ def log_root(tmp_path) -> str:
 def go2_robot(**changes):
     """The built-in Go2-class robot's config (``go2_robot_cfg``) with ``changes``."""
     return dataclasses.replace(go2_robot_cfg(), **changes)
+
+
+def tiny_runner_cfg(hidden: int = 16, **algorithm) -> dict:
+    """A small rsl_rl runner config over the ``policy`` and ``critic`` groups (in-process training tests)."""
+    return {
+        "num_steps_per_env": 4,
+        "save_interval": 100,
+        "obs_groups": {"actor": ["policy"], "critic": ["critic"]},
+        "logger": "tensorboard",
+        "run_name": "",
+        "actor": {
+            "class_name": "MLPModel",
+            "hidden_dims": [hidden],
+            "activation": "elu",
+            "obs_normalization": True,
+            "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0},
+        },
+        "critic": {"class_name": "MLPModel", "hidden_dims": [hidden], "activation": "elu", "obs_normalization": True},
+        "algorithm": {"class_name": "PPO", "num_learning_epochs": 1, "num_mini_batches": 2, **algorithm},
+    }

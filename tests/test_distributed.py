@@ -120,14 +120,16 @@ def test_ranks_train_with_one_run_dir_global_totals_and_identical_state(tmp_path
 
 
 @pytest.mark.slow
-def test_two_ranks_times_b_equal_one_rank_times_2b(tmp_path):
-    """The multi-GPU claim: N ranks x B samples give the update of 1 rank x N*B samples."""
+@pytest.mark.parametrize("extension", [[], ["symmetry"]], ids=["ppo", "with_symmetry"])
+def test_two_ranks_times_b_equal_one_rank_times_2b(tmp_path, extension):
+    """The multi-GPU claim: N ranks x B samples give the update of 1 rank x N*B samples; also with rsl_rl's
+    symmetry extension (each rank mirrors its own minibatch; the mirror loss's gradient is averaged with the rest)."""
     single, double, local = tmp_path / "one.pt", tmp_path / "two.pt", tmp_path / "rsl.pt"
     helper = str(HELPERS / "ppo_equivalence.py")
     for cmd in (
-        torchrun(1, helper, str(single), "robolab"),
-        torchrun(2, helper, str(double), "robolab"),
-        torchrun(2, helper, str(local), "rsl_rl"),
+        torchrun(1, helper, str(single), "robolab", *extension),
+        torchrun(2, helper, str(double), "robolab", *extension),
+        torchrun(2, helper, str(local), "rsl_rl", *extension),
     ):
         res = run(cmd, timeout=120)
         assert res.returncode == 0, res.stderr[-3000:]

@@ -152,23 +152,10 @@ def test_invalid_num_envs_is_rejected():
 def test_unmodified_rsl_rl_runner_trains_on_the_env(tmp_path):
     from rsl_rl.runners import OnPolicyRunner
 
+    from conftest import tiny_runner_cfg
+
     env = make_env(num_envs=8)
-    cfg = {
-        "num_steps_per_env": 4,
-        "save_interval": 100,
-        "obs_groups": {"actor": ["policy"], "critic": ["critic"]},
-        "logger": "tensorboard",
-        "run_name": "",
-        "actor": {
-            "class_name": "MLPModel",
-            "hidden_dims": [16],
-            "activation": "elu",
-            "obs_normalization": True,
-            "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0},
-        },
-        "critic": {"class_name": "MLPModel", "hidden_dims": [16], "activation": "elu", "obs_normalization": True},
-        "algorithm": {"class_name": "PPO", "num_learning_epochs": 1, "num_mini_batches": 2},
-    }
+    cfg = tiny_runner_cfg()
     runner = OnPolicyRunner(env, cfg, log_dir=str(tmp_path), device="cpu")
     before = [p.clone() for p in runner.alg.actor.parameters()]
     runner.learn(2)

@@ -1,9 +1,11 @@
 """Test helper: one PPO update on fixed data, split across however many ranks are running.
 
-Usage: python ppo_equivalence.py OUT_FILE ALGORITHM   (ALGORITHM: robolab or rsl_rl)
+Usage: python ppo_equivalence.py OUT_FILE ALGORITHM [symmetry]   (ALGORITHM: robolab or rsl_rl)
 Every rank builds the same models from one seed and the same global batch of 2 x 8 envs x 6 steps, keeps its
 share of the envs, runs ``update()`` and rank 0 writes the resulting parameters and first-step gradients.
-The two env halves get different reward scales so rank-local advantage normalisation would show.
+The two env halves get different reward scales so rank-local advantage normalisation would show. With
+``symmetry``, rsl_rl's symmetry extension runs too (a toy mirror: data augmentation and the mirror loss), so each
+rank's augmented minibatch must still add up to the big batch's.
 """
 
 import sys
@@ -21,6 +23,7 @@ from robolab.distributed import read_context
 TOTAL_ENVS, STEPS, OBS, ACT = 16, 6, 5, 3
 
 out_file, which = sys.argv[1], sys.argv[2]
+symmetric = sys.argv[3:] == ["symmetry"]
 ctx = read_context()
 distributed.initialize(ctx, "cpu")
 share = TOTAL_ENVS // ctx.world_size
@@ -39,6 +42,23 @@ def obs_at(t):
     x = obs_all[t, envs]
     return TensorDict({"policy": x, "critic": x}, batch_size=[share])
 
+
+def toy_mirror(env, obs=None, actions=None):
+    """A mirror of the toy task: observations negated and reversed, actions' first two swapped."""
+    mirrored_obs = None if obs is None else torch.cat([obs, obs.apply(lambda x: -x.flip(-1))], dim=0)
+    mirrored_actions = None if actions is None else torch.cat([actions, actions[..., [1, 0, 2]]], dim=0)
+    return mirrored_obs, mirrored_actions
+
+
+symmetry_cfg = None
+if symmetric:
+    symmetry_cfg = {
+        "env": None,
+        "data_augmentation_func": toy_mirror,
+        "use_data_augmentation": True,
+        "use_mirror_loss": True,
+        "mirror_loss_coeff": 0.5,
+    }
 
 torch.manual_seed(0)
 groups = {"actor": ["policy"], "critic": ["critic"]}
@@ -69,6 +89,7 @@ alg = alg_class(
     schedule="adaptive",
     desired_kl=0.01,
     multi_gpu_cfg=multi,
+    symmetry_cfg=symmetry_cfg,
 )
 if ctx.is_distributed:
     alg.broadcast_parameters()

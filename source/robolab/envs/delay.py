@@ -11,7 +11,7 @@ class DelayLine:
     episodes: their next value fills every slot (no value from the previous episode comes out), and from then on
     they read ``delays`` (ints in [0, max_delay]) steps back."""
 
-    def __init__(self, num_envs: int, max_delay: int, device: torch.device):
+    def __init__(self, num_envs: int, max_delay: int, device: torch.device | str):
         if max_delay < 0:
             raise ValueError(f"max_delay={max_delay}: must be >= 0")
         self.max_delay = max_delay

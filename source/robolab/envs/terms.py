@@ -66,6 +66,9 @@ class ObsTermCfg(TermCfg):
     """Multiplies the value, after the clip (Isaac Lab's order: noise, clip, scale)."""
     history_length: int = 1
     """Frames of this term kept and concatenated, oldest first (1: the current one)."""
+    mirror: str | None = None
+    """How the term's columns mirror left to right, for a term ``robolab.envs.symmetry`` does not know (one of its
+    ``MIRROR_KINDS``); None: known from the term's function."""
 
 
 @dataclass
