@@ -157,9 +157,11 @@ def test_sim2sim_command_reports_both_sides_and_refuses_another_control_rate(tra
         "30",
     ]
     out = trained_run / "s2s.json"
-    res = run([*cmd, "--output", str(out), "--video", "--video_length", "5", *permuted_robot_overrides()])
+    perturbed = ["--latency_ms", "20", "--kp_scale", "0.9"]
+    res = run([*cmd, "--output", str(out), "--video", "--video_length", "5", *perturbed, *permuted_robot_overrides()])
     assert res.returncode == 0, res.stderr[-3000:]
     result = json.loads(out.read_text())
+    assert result["target"]["perturbations"] == {"latency_ms": 20.0, "kp_scale": 0.9}
     run_dir = Path(result["checkpoint"]).parent
     for side in ("source", "target"):  # env 0 recorded in both simulators
         assert list((run_dir / "sim2sim" / "videos" / f"{side}_{TASK}").glob("*.mp4")), side
@@ -203,3 +205,43 @@ def test_sim2sim_checks_its_target_before_it_runs_the_source(tmp_path, target, m
     res = run([sys.executable, SIM2SIM, "--log_root", str(tmp_path / "none"), "--target", task, *overrides])
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert message in res.stderr, res.stderr
+
+
+def test_perturbation_flags_become_the_target_envs_physics():
+    """``--latency_ms 40 --kp_scale 0.75 --strength_scale 0.8 --friction 0.4 --added_mass 3 --obs_noise_scale 2``:
+    every env of the target gets exactly that (the robustness table's conditions)."""
+    from robolab import evaluation
+    from robolab.sim2sim import perturbation_overrides
+    from robolab.tasks import kind_of
+
+    base = evaluation.eval_overrides(TASK, 4, 0)
+    cfg = env_config(TASK, join(TASK, base, "cpu", False))
+    values = {
+        "latency_ms": 40,
+        "kp_scale": 0.75,
+        "strength_scale": 0.8,
+        "friction": 0.4,
+        "added_mass": 3.0,
+        "obs_noise_scale": 2.0,
+    }
+    overrides = perturbation_overrides(values, cfg, kind_of(TASK).name)
+    base = [o for o in base if not o.startswith("env.observations.policy.enable_corruption")]
+    job = join(TASK, base + overrides, "cpu", False)
+    with contextlib.ExitStack() as closer:
+        env, _ = open_env(TASK, env_config(TASK, job), job, closer)
+        p = env.physics_params
+        assert (p["action_delay"] == 2).all()  # 40 ms at 50 Hz
+        assert torch.allclose(p["kp_scale"], torch.tensor(0.75)) and torch.allclose(
+            p["strength_scale"], torch.tensor(0.8)
+        )
+        assert torch.allclose(p["friction"], torch.tensor(0.4)) and torch.allclose(
+            p["added_base_mass"], torch.tensor(3.0)
+        )
+        policy = env.cfg.observations["policy"]
+        assert policy.enable_corruption and policy.terms["joint_vel"].noise == pytest.approx(
+            2 * cfg.observations["policy"].terms["joint_vel"].noise
+        )
+    with pytest.raises(Sim2SimError, match=r"--latency_ms=30: must be a whole number of control periods \(20 ms\)"):
+        perturbation_overrides({"latency_ms": 30}, cfg, "embedded")
+    with pytest.raises(Sim2SimError, match="--kp_scale: perturbations apply to an embedded target"):
+        perturbation_overrides({"kp_scale": 0.75}, cfg, "isaaclab")

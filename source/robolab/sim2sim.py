@@ -226,3 +226,52 @@ def judge(env, policy, steps: int, gaits: dict[str, list[list[str]]], feet: list
     result = evaluation.evaluate(env, policy, steps, on_step=count)
     result["gait_scores"] = {name: round(float(v) / steps, 4) for name, v in zip(scores.names, totals, strict=True)}
     return result
+
+
+PERTURBATIONS = ("latency_ms", "kp_scale", "kd_scale", "strength_scale", "friction", "added_mass", "obs_noise_scale")
+"""What ``scripts/sim2sim.py`` can do to the target env beyond its own settings (the robustness table's axes)."""
+
+
+def perturbation_overrides(values: dict, target_cfg, task_kind: str) -> list[str]:
+    """Hydra overrides of an embedded target env for the perturbations set in ``values`` (None: left alone):
+    ``latency_ms`` (an action delay, a whole number of control steps), ``kp_scale``/``kd_scale``/``strength_scale``
+    (every joint's PD gains and motor strength), ``friction`` (every contact's), ``added_mass`` (kg on the base),
+    ``obs_noise_scale`` (the policy's observation noise on, each term's scaled). Built on the realism terms
+    (docs/sim2real.md), fixed ranges: every env gets the same perturbation."""
+    chosen = {name: values[name] for name in PERTURBATIONS if values.get(name) is not None}
+    if not chosen:
+        return []
+    if task_kind != "embedded":
+        raise Sim2SimError(f"--{next(iter(chosen))}: perturbations apply to an embedded target (MuJoCo C or Warp)")
+    for name, value in chosen.items():
+        if name != "added_mass" and value < 0:
+            raise Sim2SimError(f"--{name}={value:g}: must be >= 0")
+
+    def event(name: str, func: str, mode: str, params: dict[str, float]) -> str:
+        ranges = ", ".join(f"{key}: [{value}, {value}]" for key, value in params.items())
+        return f"env.events.{name}={{func: {func}, mode: {mode}, params: {{{ranges}}}}}"
+
+    overrides = []
+    if "latency_ms" in chosen:
+        steps = chosen["latency_ms"] / 1000.0 / target_cfg.step_dt
+        if abs(steps - round(steps)) > 1e-6:
+            period = target_cfg.step_dt * 1000.0
+            raise Sim2SimError(
+                f"--latency_ms={chosen['latency_ms']:g}: must be a whole number of control periods ({period:g} ms)"
+            )
+        overrides.append(event("perturb_latency", "randomize_action_delay", "reset", {"steps_range": round(steps)}))
+    gains = {k: chosen[k] for k in ("kp_scale", "kd_scale", "strength_scale") if k in chosen}
+    if gains:
+        overrides.append(event("perturb_actuators", "randomize_actuators", "startup", gains))
+    if "friction" in chosen:
+        overrides.append(
+            event("physics_material", "randomize_friction", "startup", {"friction_range": chosen["friction"]})
+        )
+    if "added_mass" in chosen:
+        overrides.append(event("add_base_mass", "randomize_base_mass", "startup", {"mass_range": chosen["added_mass"]}))
+    if "obs_noise_scale" in chosen:
+        overrides.append("env.observations.policy.enable_corruption=true")
+        for name, term in target_cfg.observations["policy"].terms.items():
+            if term.noise:
+                overrides.append(f"env.observations.policy.terms.{name}.noise={term.noise * chosen['obs_noise_scale']}")
+    return overrides

@@ -44,6 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--video", action="store_true", help="record env 0 in both simulators (<run>/sim2sim/videos/<side>_<task>/)"
     )
     p.add_argument("--video_length", type=positive_int, default=250, help="control steps to record in each")
+    perturb = p.add_argument_group("perturbations of the target env (an embedded one; the robustness table)")
+    perturb.add_argument(
+        "--latency_ms", type=float, default=None, help="action delay, a whole number of control periods"
+    )
+    perturb.add_argument("--kp_scale", type=float, default=None, help="every joint's stiffness scaled")
+    perturb.add_argument("--kd_scale", type=float, default=None, help="every joint's damping scaled")
+    perturb.add_argument("--strength_scale", type=float, default=None, help="every motor's torque (and limit) scaled")
+    perturb.add_argument("--friction", type=float, default=None, help="every contact's friction coefficient")
+    perturb.add_argument("--added_mass", type=float, default=None, help="kg added to the base")
+    perturb.add_argument("--obs_noise_scale", type=float, default=None, help="the policy's observation noise, scaled")
     return p
 
 
@@ -63,10 +73,16 @@ def run(argv: list[str] | None = None) -> dict:
 
     # Every input is checked before the source run, which takes minutes: the target task (an Isaac Lab one needs
     # Isaac Lab installed), its overrides and its env config.
-    job = join(
-        args.target, evaluation.eval_overrides(args.target, args.num_envs, args.seed) + target_overrides, device, False
-    )
+    target_eval = evaluation.eval_overrides(args.target, args.num_envs, args.seed)
+    job = join(args.target, target_eval + target_overrides, device, False)
     target_cfg = env_config(args.target, job)
+    perturbations = sim2sim.perturbation_overrides(vars(args), target_cfg, tasks.kind_of(args.target).name)
+    if perturbations:  # the target env again, perturbed (its noise back on if asked)
+        if args.obs_noise_scale is not None:
+            target_eval = [o for o in target_eval if not o.startswith("env.observations.policy.enable_corruption=")]
+        target_overrides = target_overrides + perturbations
+        job = join(args.target, target_eval + target_overrides, device, False)
+        target_cfg = env_config(args.target, job)
     source = prepare_policy(
         args.task,
         evaluation.eval_overrides(args.task, args.num_envs, args.seed),
@@ -93,7 +109,12 @@ def run(argv: list[str] | None = None) -> dict:
     result = {
         "checkpoint": source.checkpoint,
         "source": {"task": args.task, **in_source},
-        "target": {"task": args.target, "overrides": target_overrides, **in_target},
+        "target": {
+            "task": args.target,
+            "overrides": target_overrides,
+            "perturbations": {k: getattr(args, k) for k in sim2sim.PERTURBATIONS if getattr(args, k) is not None},
+            **in_target,
+        },
         "mapping": {
             "control_period_s": source_interface.dt,
             "source": sim2sim.describe(source_interface),
