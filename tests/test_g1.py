@@ -282,9 +282,11 @@ def test_a_users_own_humanoid_mjcf_trains_through_the_name_map(tmp_path):
     res = run(cmd)
     assert res.returncode == 2
     assert (
-        res.stderr.strip().splitlines()[-1].startswith("error: env.rewards.ankle_limits: joints: '.*_ankle_.*_joint'")
+        res.stderr.strip().splitlines()[-1].startswith("error: env.rewards.joint_torques: joints: '.*_hip_.*_joint'")
     )
     patterns = {
+        "joint_torques": "[J.*Hip.*,J.*Knee,J.*Ankle.*]",
+        "joint_acc": "[J.*Hip.*,J.*Knee]",
         "ankle_limits": "[JLeftAnkle.*,JRightAnkle.*]",
         "hip_deviation": "[J.*HipYaw,J.*HipRoll]",
         "arm_deviation": "[J.*Shoulder.*,J.*Elbow,J.*Wrist.*]",

@@ -63,9 +63,11 @@ class UniformVelocityCommand:
         return {name: value.clone() for name, value in self.ranges.items()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Ranges saved by a run of any size: several ranks' saved together (a resume on another number of ranks)
+        are averaged end by end."""
         for name, value in state.items():
             if name in self.ranges:
-                self.ranges[name] = value.to(self.ranges[name])
+                self.ranges[name] = value.reshape(-1, 2).mean(dim=0).to(self.ranges[name])
 
     def update(self) -> None:
         """One control step: resample where the timer ran out; steer the yaw rate towards the target heading."""
