@@ -281,9 +281,7 @@ def test_a_users_own_humanoid_mjcf_trains_through_the_name_map(tmp_path):
     # the terms that pick joints by name pattern name the one that matches none of the new names
     res = run(cmd)
     assert res.returncode == 2
-    assert (
-        res.stderr.strip().splitlines()[-1].startswith("error: env.rewards.joint_torques: joints: '.*_hip_.*_joint'")
-    )
+    assert res.stderr.strip().splitlines()[-1].startswith("error: env.rewards.joint_torques: joints: '.*_hip_.*_joint'")
     patterns = {
         "joint_torques": "[J.*Hip.*,J.*Knee,J.*Ankle.*]",
         "joint_acc": "[J.*Hip.*,J.*Knee]",
