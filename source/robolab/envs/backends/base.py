@@ -137,11 +137,18 @@ class PhysicsBackend(ABC):
         (num_variants, len(rows), *the field's row shape): one set of rows per physics variant; the envs of a variant
         simulate its values from their next physics step on."""
 
+    def per_env(self, per_variant: torch.Tensor) -> torch.Tensor:
+        """Rows of ``per_variant`` (num_variants, ...) repeated for the envs that simulate each variant, on the
+        backend's device: (num_envs, ...)."""
+        return per_variant.to(self.device)[self.variant_of_env]
+
     def set_friction(self, friction: torch.Tensor) -> None:
-        """Set the sliding friction coefficient of every geom (ground and robot), one value per variant."""
+        """Set the sliding friction coefficient of every geom (ground and robot), one value per variant
+        (num_variants,), or one per variant and geom (num_variants, ngeom)."""
         nominal = torch.as_tensor(self.robot.model.geom_friction, dtype=torch.float32)
         values = nominal.expand(self.num_variants, -1, -1).clone()
-        values[:, :, 0] = friction.cpu()[:, None]
+        friction = friction.cpu()
+        values[:, :, 0] = friction[:, None] if friction.dim() == 1 else friction
         self.set_model_field("geom_friction", np.arange(self.robot.model.ngeom), values)
 
     def set_added_base_mass(self, added_mass: torch.Tensor) -> None:

@@ -328,7 +328,7 @@ class WarpBackend(PhysicsBackend):
     def set_model_field(self, name: str, rows: np.ndarray, values: torch.Tensor) -> None:
         check_field(name)
         view = self._fields[name]  # (num_envs, rows of the field[, width]): one copy per world
-        per_env = values.to(self.device, torch.float32)[self.variant_of_env]
+        per_env = self.per_env(values.float())
         view[:, torch.as_tensor(rows, device=self.device)] = per_env.view(self.num_envs, len(rows), *view.shape[2:])
 
     def render_data(self, env_id: int) -> tuple[mujoco.MjModel, mujoco.MjData]:

@@ -21,9 +21,9 @@ def randomize_friction(env, mask: torch.Tensor, friction_range: tuple[float, flo
     low, high = check_range("friction_range", friction_range, low_bound=0.0)
     variants = env.backend.num_variants
     friction = env.uniform(low, high, variants)
+    env.physics_params["friction"] = env.backend.per_env(friction)
     if not per_foot:
         env.backend.set_friction(friction)
-        env.physics_params["friction"] = friction[env.backend.variant_of_env]
         return
     robot = env.robot
     feet = env.uniform(low, high, variants, len(robot.foot_body_ids))
@@ -32,11 +32,8 @@ def randomize_friction(env, mask: torch.Tensor, friction_range: tuple[float, flo
     coefficient[:, body == 0] = 0.0  # the ground (and the scene's static geoms)
     for column, foot in enumerate(robot.foot_body_ids):
         coefficient[:, body == int(foot)] = feet.cpu()[:, column : column + 1]
-    values = torch.as_tensor(robot.model.geom_friction, dtype=torch.float32).expand(variants, -1, -1).clone()
-    values[:, :, 0] = coefficient
-    env.backend.set_model_field("geom_friction", torch.arange(robot.model.ngeom).numpy(), values)
-    env.physics_params["friction"] = friction[env.backend.variant_of_env]
-    env.physics_params["foot_friction"] = feet[env.backend.variant_of_env]
+    env.backend.set_friction(coefficient)
+    env.physics_params["foot_friction"] = env.backend.per_env(feet)
 
 
 def randomize_base_mass(env, mask: torch.Tensor, mass_range: tuple[float, float]) -> None:
@@ -53,7 +50,7 @@ def randomize_base_mass(env, mask: torch.Tensor, mass_range: tuple[float, float]
         )
     added = env.uniform(low, high, env.backend.num_variants)
     env.backend.set_added_base_mass(added)
-    env.physics_params["added_base_mass"] = added[env.backend.variant_of_env]
+    env.physics_params["added_base_mass"] = env.backend.per_env(added)
 
 
 def reset_robot_state(

@@ -10,10 +10,11 @@ leaves that part nominal. Draws come from the env's seeded generator: the same s
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 import torch
 
-from robolab.envs.mdp.rewards import joint_ids
+from robolab.envs.mdp.rewards import joint_ids, matching_names
 from robolab.envs.terms import check_range
 
 
@@ -40,7 +41,9 @@ def randomize_actuators(
     robot, ids = env.robot, _joint_index(env, joints)
     acts = robot.actuator_ids[ids]
     model = robot.model
-    servo = (model.actuator_gaintype[acts] == 0) & (model.actuator_biastype[acts] == 1)  # fixed gain, affine bias
+    servo = (model.actuator_gaintype[acts] == mujoco.mjtGain.mjGAIN_FIXED) & (
+        model.actuator_biastype[acts] == mujoco.mjtBias.mjBIAS_AFFINE
+    )
     if not servo.all():
         names = [env.cfg.robot.joint_names[i] for i in ids[~servo]]
         raise ValueError(
@@ -114,7 +117,7 @@ def randomize_base_com(
     env.backend.set_model_field(
         "body_ipos", rows, _nominal(env.robot.model.body_ipos, rows, variants) + offset[:, None]
     )
-    env.physics_params["base_com_offset"] = offset.to(env.device)[env.backend.variant_of_env]
+    env.physics_params["base_com_offset"] = env.backend.per_env(offset)
 
 
 def randomize_link_masses(
@@ -131,7 +134,7 @@ def randomize_link_masses(
     scale = env.uniform(low, high, variants, len(rows)).cpu()
     env.backend.set_model_field("body_mass", rows, _nominal(model.body_mass, rows, variants) * scale)
     env.backend.set_model_field("body_inertia", rows, _nominal(model.body_inertia, rows, variants) * scale[:, :, None])
-    env.physics_params["link_mass_scale"] = scale.to(env.device)[env.backend.variant_of_env]
+    env.physics_params["link_mass_scale"] = env.backend.per_env(scale)
 
 
 def _joint_index(env, joints: list[str] | None) -> np.ndarray:
@@ -141,17 +144,13 @@ def _joint_index(env, joints: list[str] | None) -> np.ndarray:
 
 def _body_index(env, bodies: list[str] | None) -> np.ndarray:
     """The robot's body ids (its subtree under the base, the base itself excluded unless named)."""
-    import re
-
     model, base = env.robot.model, env.robot.base_body_id
     subtree = [b for b in range(model.nbody) if b != base and _descends(model, b, base)]
     if bodies is None:
         return np.array(subtree, dtype=np.int64)
-    names = {b: model.body(b).name for b in [base, *subtree]}
-    for pattern in bodies:
-        if not any(re.fullmatch(pattern, name) for name in names.values()):
-            raise ValueError(f"bodies: {pattern!r} matches none of the robot's bodies ({', '.join(names.values())})")
-    return np.array([b for b, name in names.items() if any(re.fullmatch(p, name) for p in bodies)], dtype=np.int64)
+    ids = [base, *subtree]
+    chosen = matching_names([model.body(b).name for b in ids], bodies, "bodies", "the robot's bodies")
+    return np.array([ids[i] for i in chosen], dtype=np.int64)
 
 
 def _descends(model, body: int, ancestor: int) -> bool:
@@ -170,7 +169,6 @@ def _nominal(field: np.ndarray, rows: np.ndarray, variants: int) -> torch.Tensor
 
 def _record(env, draws: dict[str, torch.Tensor], ranges: dict[str, tuple[float, float]], neutral: float) -> None:
     """Per-env copies of the draws whose range is not the neutral ``(neutral, neutral)``."""
-    variant = env.backend.variant_of_env
     for name, value in draws.items():
         if ranges[name] != (neutral, neutral):
-            env.physics_params[name] = value.to(env.device)[variant]
+            env.physics_params[name] = env.backend.per_env(value)
