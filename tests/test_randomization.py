@@ -407,3 +407,36 @@ def test_a_command_limit_that_does_not_hold_the_start_range_is_a_one_line_error(
         "env.curricula.commands" in message
         and "limits.lin_vel_x=[0.0, 2.0]: must hold the command's range [-0.5, 0.5]" in message
     )
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"command_name": "heading"}, "command_name='heading': no velocity command of that name (have: base_velocity)"),
+        ({"step": 0.0}, "step=0.0, error_threshold=0.25: both must be > 0"),
+        ({"limits": {"lin_vel_z": (-1.0, 1.0)}}, "limits: 'lin_vel_z' is no range of the command (have: lin_vel_x"),
+    ],
+)
+def test_a_bad_command_curriculum_setting_is_a_one_line_error(params, message):
+    cfg = _curriculum_cfg(threshold=0.25)
+    cfg.curricula["commands"].params.update(params)
+    with pytest.raises(ValueError) as err:
+        VelocityEnv(cfg)
+    assert "env.curricula.commands" in str(err.value) and message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_actuators_that_are_no_position_servos_are_named_and_an_unknown_model_field_is_refused():
+    from robolab.envs.mdp.randomization import randomize_actuators
+
+    env = VelocityEnv(realism_cfg(num_envs=2, noop=EventTermCfg(func="randomize_base_com", mode="startup")))
+    try:
+        first = env.robot.actuator_ids[0]
+        env.robot.model.actuator_biastype[first] = mujoco.mjtBias.mjBIAS_NONE  # a motor, not a servo
+        with pytest.raises(ValueError, match=r"randomize_actuators: joints \['FL_hip_joint'\] are not driven by"):
+            randomize_actuators(env, torch.ones(2, dtype=torch.bool), kp_scale=(0.9, 1.1))
+        with pytest.raises(
+            ValueError, match="model field 'body_pos' cannot be set per variant; these can: geom_friction"
+        ):
+            env.backend.set_model_field("body_pos", np.array([1]), torch.zeros(env.backend.num_variants, 1, 3))
+    finally:
+        env.close()

@@ -243,5 +243,7 @@ def test_perturbation_flags_become_the_target_envs_physics():
         )
     with pytest.raises(Sim2SimError, match=r"--latency_ms=30: must be a whole number of control periods \(20 ms\)"):
         perturbation_overrides({"latency_ms": 30}, cfg, "embedded")
+    with pytest.raises(Sim2SimError, match="--kp_scale=-1: must be >= 0"):
+        perturbation_overrides({"kp_scale": -1.0}, cfg, "embedded")
     with pytest.raises(Sim2SimError, match="--kp_scale: perturbations apply to an embedded target"):
         perturbation_overrides({"kp_scale": 0.75}, cfg, "isaaclab")

@@ -4,6 +4,7 @@ mirrored observations on the Go2 and the G1), and rsl_rl's mirror loss makes a p
 
 from __future__ import annotations
 
+import mujoco
 import pytest
 import torch
 
@@ -183,3 +184,49 @@ def test_training_with_the_mirror_loss_makes_the_policy_more_symmetric(tmp_path)
         env.close()
     # measured: 0.23 without the loss, 0.011 with it (mean squared, 8 iterations of 16 envs)
     assert errors[True] < 0.5 * errors[False], errors
+
+
+def test_what_cannot_be_mirrored_is_a_one_line_error_naming_it():
+    from robolab.envs.symmetry import joint_signs, partners
+
+    with pytest.raises(ValueError, match="symmetry: joints without a mirror image among them: FL_hip -> FR_hip"):
+        partners(["FL_hip", "RR_hip", "RL_hip"], "joints")
+    spec = mujoco.MjSpec()
+    for side, axis in (("left", [1, 0, 0]), ("right", [0, 1, 0])):  # roll on the left, pitch on the right
+        body = spec.worldbody.add_body(name=f"{side}_leg")
+        body.add_geom(size=[0.05, 0, 0])
+        body.add_joint(name=f"{side}_joint", axis=axis)
+    with pytest.raises(
+        ValueError, match="symmetry: joints whose axes are not mirror images at rest: left_joint ~ right_joint"
+    ):
+        joint_signs(spec.compile(), ["left_joint", "right_joint"], [1, 0])
+
+    cfg = Go2FlatEnvCfg(num_envs=2, seed=0)
+    cfg.backend.num_threads = 1
+    cfg.robot.default_joint_pos = [0.3, *cfg.robot.default_joint_pos[1:]]  # FL hip out further than FR's
+    env = VelocityEnv(cfg)
+    try:
+        with pytest.raises(ValueError, match="env.robot.default_joint_pos is not its own mirror image"):
+            Mirror.of(env)
+    finally:
+        env.close()
+
+    cfg = Go2FlatEnvCfg(num_envs=2, seed=0)
+    cfg.backend.num_threads = 1
+    cfg.observations["policy"].terms["joint_pos"].mirror = "vector"
+    env = VelocityEnv(cfg)
+    try:
+        with pytest.raises(
+            ValueError,
+            match="symmetry: env.observations.policy.terms.joint_pos is 12 wide; a 'vector' term has 3 columns",
+        ):
+            Mirror.of(env)
+    finally:
+        env.close()
+
+    env = _env(Go2FlatEnvCfg, num_envs=2)
+    try:
+        with pytest.raises(ValueError, match="symmetry: no mirror for the observation group 'amp' \\(have: policy"):
+            Mirror.of(env).observations({"amp": torch.zeros(2, 3)})
+    finally:
+        env.close()
