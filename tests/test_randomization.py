@@ -145,7 +145,9 @@ def test_both_backends_simulate_the_same_randomised_robots():
     pytest.importorskip("mujoco_warp", reason="the warp extra is part of the test extra")
     envs = [VelocityEnv(realism_cfg(name, num_envs=3, num_variants=None)) for name in ("mujoco", "warp")]
     try:
-        torch.testing.assert_close(envs[0].physics_params["kp_scale"], envs[1].physics_params["kp_scale"].cpu())
+        torch.testing.assert_close(
+            envs[0].physics_params["kp_scale"], envs[1].physics_params["kp_scale"].cpu(), atol=0, rtol=0
+        )
         qpos = torch.tensor(envs[0].robot.model.key_qpos[0], dtype=torch.float32).repeat(3, 1)
         qpos[:, 2] = 3.0
         g = torch.Generator().manual_seed(0)
@@ -260,7 +262,9 @@ def test_an_action_delay_sends_the_motors_the_action_of_steps_before():
             ctrl = torch.as_tensor(env.backend._ctrl[:, 0, env.robot.actuator_ids], dtype=torch.float32)
             for i in range(4):
                 expected = sent[max(t - int(steps[i]), 0)][i]
-                torch.testing.assert_close(ctrl[i], env.default_joint_pos + env.cfg.action_scale * expected)
+                torch.testing.assert_close(
+                    ctrl[i], env.default_joint_pos + env.cfg.action_scale * expected, atol=1e-6, rtol=0
+                )
     finally:
         env.close()
 
@@ -277,7 +281,7 @@ def test_an_observation_delay_shows_the_policy_the_frame_of_steps_before_and_the
         for _ in range(3):
             obs, _, dones, _ = env.step(torch.zeros(4, 12))
             assert not dones.any()
-            torch.testing.assert_close(obs["policy"], previous)
+            torch.testing.assert_close(obs["policy"], previous, atol=0, rtol=0)
             previous = obs["now"]
         assert (obs["critic"][:, -1] == 1.0).all()
     finally:
@@ -297,7 +301,7 @@ def test_an_imu_bias_offsets_the_gyro_and_tilts_gravity_and_is_redrawn_each_epis
         bias, tilt = env.physics_params["imu_gyro_bias"].clone(), env.physics_params["imu_tilt"].clone()
         assert bias.abs().max() <= 0.1 and bias.abs().min() > 0 and tilt.abs().max() <= 0.05
         policy = env.get_observations()["policy"]
-        torch.testing.assert_close(policy[:, 3:6], env.state.base_ang_vel + bias)
+        torch.testing.assert_close(policy[:, 3:6], env.state.base_ang_vel + bias, atol=1e-6, rtol=0)
         roll, pitch = tilt[:, 0], tilt[:, 1]
         for i in range(4):  # gravity in the frame of an IMU turned by roll about x, then pitch about the new y
             cr, sr, cp, sp = (
@@ -306,7 +310,7 @@ def test_an_imu_bias_offsets_the_gyro_and_tilts_gravity_and_is_redrawn_each_epis
             )
             rx = torch.tensor([[1.0, 0, 0], [0, cr, -sr], [0, sr, cr]])
             ry = torch.tensor([[cp, 0, sp], [0, 1.0, 0], [-sp, 0, cp]])
-            torch.testing.assert_close(policy[i, 6:9], (rx @ ry).T @ env.state.projected_gravity[i])
+            torch.testing.assert_close(policy[i, 6:9], (rx @ ry).T @ env.state.projected_gravity[i], atol=1e-6, rtol=0)
         env.reset()
         assert not torch.equal(env.physics_params["imu_gyro_bias"], bias)
     finally:
@@ -367,12 +371,14 @@ def test_the_command_curriculum_widens_the_ranges_while_tracking_is_good_up_to_t
         for _ in range(5):  # one episode: one widening
             _, _, _, extras = env.step(torch.zeros(4, 12))
         ranges = env.command_terms["base_velocity"].ranges
-        torch.testing.assert_close(ranges["lin_vel_x"], torch.tensor([-0.7, 0.7]))
-        torch.testing.assert_close(ranges["ang_vel_z"], torch.tensor([-0.5, 0.5]))  # already at its limits
-        assert float(extras["log"]["Curriculum/commands/lin_vel_x_max"]) == pytest.approx(0.7)
+        torch.testing.assert_close(ranges["lin_vel_x"], torch.tensor([-0.7, 0.7]), atol=1e-6, rtol=0)
+        torch.testing.assert_close(
+            ranges["ang_vel_z"], torch.tensor([-0.5, 0.5]), atol=1e-6, rtol=0
+        )  # already at its limits
+        assert float(extras["log"]["Curriculum/commands/lin_vel_x_max"]) == pytest.approx(0.7, abs=1e-6)
         for _ in range(50):
             env.step(torch.zeros(4, 12))
-        torch.testing.assert_close(ranges["lin_vel_x"], torch.tensor([-1.0, 2.0]))
+        torch.testing.assert_close(ranges["lin_vel_x"], torch.tensor([-1.0, 2.0]), atol=1e-6, rtol=0)
         forward = env.command("base_velocity")[:, 0]
         assert forward.min() >= -1.0 and forward.max() <= 2.0
         saved = env.state_dict()
@@ -382,7 +388,9 @@ def test_the_command_curriculum_widens_the_ranges_while_tracking_is_good_up_to_t
     fresh = VelocityEnv(_curriculum_cfg(threshold=100.0))
     try:
         fresh.load_state_dict(saved)
-        torch.testing.assert_close(fresh.command_terms["base_velocity"].ranges["lin_vel_x"], torch.tensor([-1.0, 2.0]))
+        torch.testing.assert_close(
+            fresh.command_terms["base_velocity"].ranges["lin_vel_x"], torch.tensor([-1.0, 2.0]), atol=1e-6, rtol=0
+        )
     finally:
         fresh.close()
 
@@ -392,7 +400,9 @@ def test_the_command_curriculum_holds_the_ranges_while_tracking_is_poor():
     try:
         for _ in range(20):
             env.step(torch.zeros(4, 12))
-        torch.testing.assert_close(env.command_terms["base_velocity"].ranges["lin_vel_x"], torch.tensor([-0.5, 0.5]))
+        torch.testing.assert_close(
+            env.command_terms["base_velocity"].ranges["lin_vel_x"], torch.tensor([-0.5, 0.5]), atol=1e-6, rtol=0
+        )
     finally:
         env.close()
 

@@ -231,15 +231,11 @@ def test_perturbation_flags_become_the_target_envs_physics():
         env, _ = open_env(TASK, env_config(TASK, job), job, closer)
         p = env.physics_params
         assert (p["action_delay"] == 2).all()  # 40 ms at 50 Hz
-        assert torch.allclose(p["kp_scale"], torch.tensor(0.75)) and torch.allclose(
-            p["strength_scale"], torch.tensor(0.8)
-        )
-        assert torch.allclose(p["friction"], torch.tensor(0.4)) and torch.allclose(
-            p["added_base_mass"], torch.tensor(3.0)
-        )
+        for name, value in (("kp_scale", 0.75), ("strength_scale", 0.8), ("friction", 0.4), ("added_base_mass", 3.0)):
+            torch.testing.assert_close(p[name], torch.full_like(p[name], value), atol=1e-6, rtol=0, msg=name)
         policy = env.cfg.observations["policy"]
         assert policy.enable_corruption and policy.terms["joint_vel"].noise == pytest.approx(
-            2 * cfg.observations["policy"].terms["joint_vel"].noise
+            2 * cfg.observations["policy"].terms["joint_vel"].noise, abs=1e-9
         )
     with pytest.raises(Sim2SimError, match=r"--latency_ms=30: must be a whole number of control periods \(20 ms\)"):
         perturbation_overrides({"latency_ms": 30}, cfg, "embedded")

@@ -754,7 +754,7 @@ def test_the_height_field_pieces_meet_at_the_tiles_edges_and_hold_every_sample(m
         assert max(nrow, ncol) <= max_samples + 1
         c0 = round((cx - half_x - tmap.origin[0]) / tmap.spacing)
         r0 = round((cy - half_y - tmap.origin[1]) / tmap.spacing)
-        assert (ncol - 1) * tmap.spacing == pytest.approx(2 * half_x)
+        assert (ncol - 1) * tmap.spacing == pytest.approx(2 * half_x, abs=1e-9)
         heights = np.asarray(data).reshape(nrow, ncol) * elevation + low
         np.testing.assert_allclose(heights, tmap.field_heights[r0 : r0 + nrow, c0 : c0 + ncol], atol=1e-5)
         covered[r0 : r0 + nrow, c0 : c0 + ncol] += 1
