@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import torch
 
 from robolab.envs.mdp import kernels
+from robolab.names import matching_names
 
 
 def track_lin_vel_xy_exp(env, std: float, command_name: str = "base_velocity") -> torch.Tensor:
@@ -128,15 +127,6 @@ def joint_ids(env, patterns: list[str]) -> torch.Tensor:
         chosen = matching_names(list(env.cfg.robot.joint_names), patterns, "joints", "the robot's joints")
         ids = env.term_cache[key] = torch.tensor(chosen, dtype=torch.long, device=env.device)
     return ids
-
-
-def matching_names(names: list[str], patterns: list[str], key: str, what: str) -> list[int]:
-    """Indices of ``names`` that fully match one of ``patterns`` (regular expressions); a pattern matching none is
-    a one-line error: ``<key>: <pattern> matches none of <what> (<names>)``."""
-    for pattern in patterns:
-        if not any(re.fullmatch(pattern, name) for name in names):
-            raise ValueError(f"{key}: {pattern!r} matches none of {what} ({', '.join(names)})")
-    return [i for i, name in enumerate(names) if any(re.fullmatch(p, name) for p in patterns)]
 
 
 def _check_feet(env, term: str, count: int) -> None:
