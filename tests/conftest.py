@@ -96,6 +96,12 @@ def go2_robot(**changes):
     return dataclasses.replace(go2_robot_cfg(), **changes)
 
 
+def go2_servo_robot(**changes):
+    """The Go2 with MuJoCo position servos on every joint in place of its DC motors (the backends' own tests: a
+    backend steps servos within its physics steps; explicit actuators need the env's loop)."""
+    return go2_robot(actuators={}, **changes)
+
+
 def tiny_runner_cfg(hidden: int = 16, **algorithm) -> dict:
     """A small rsl_rl runner config over the ``policy`` and ``critic`` groups (in-process training tests)."""
     return {

@@ -18,8 +18,12 @@ from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
 REFERENCE = Path(__file__).parent / "data" / "go2_reference_trajectories.npz"
 
 
+# The reference trajectories were recorded before the Go2 had DC motors: both cases drive it by servos.
+
+
 def default_case() -> Go2FlatEnvCfg:
     cfg = Go2FlatEnvCfg(num_envs=16, seed=7)
+    cfg.robot.actuators = {}
     cfg.backend.num_threads = 1
     return cfg
 
@@ -33,6 +37,7 @@ def busy_case() -> Go2FlatEnvCfg:
     command.update(resampling_time_s=0.3, heading_command=True, heading=(-math.pi / 2, math.pi / 2))
     cfg.events["push_robot"].interval_range_s = (0.1, 0.3)
     cfg.terminations["base_height"].params["min_height"] = 0.26
+    cfg.robot.actuators = {}
     cfg.backend.num_threads = 1
     return cfg
 

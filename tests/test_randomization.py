@@ -56,6 +56,8 @@ RECORDED = {
 
 def realism_cfg(backend: str = "mujoco", num_envs: int = 6, num_variants: int | None = 3, seed: int = 0, **events):
     cfg = Go2FlatEnvCfg(num_envs=num_envs, seed=seed, device=DEVICE if backend == "warp" else "cpu")
+    cfg.robot.actuators = {}  # servos: these tests read and step the backends' own actuators (tests/test_actuators.py
+    # has the DC motors)
     cfg.backend.name, cfg.backend.num_variants = backend, num_variants
     cfg.backend.num_threads = 1
     cfg.events.update(events or REALISM)
@@ -242,6 +244,7 @@ def test_a_delay_line_gives_each_env_its_own_past_and_restarts_an_episode_withou
 
 def _time_cfg(**events) -> object:
     cfg = Go2FlatEnvCfg(num_envs=4, seed=0)
+    cfg.robot.actuators = {}  # servos: the delay test reads the targets the backend's servos got
     cfg.backend.num_threads = 1
     cfg.events.update(events)
     return cfg

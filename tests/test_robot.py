@@ -6,18 +6,26 @@ import mujoco
 import numpy as np
 import pytest
 
-from conftest import go2_robot
+from conftest import go2_robot, go2_servo_robot
 from robolab.assets import load_robot
 from robolab.assets.go2 import build_go2_spec
 
 
 def test_go2_has_actuated_joints_limits_sensors_and_home_key():
-    robot = load_robot(go2_robot())
+    robot = load_robot(go2_servo_robot())
     m = robot.model
     assert m.nu == 12 and m.nq == 19 and m.nv == 18
     assert 14.0 < m.body_mass.sum() < 16.5  # Go2 is about 15 kg
     assert np.all(m.actuator_forcelimited[robot.actuator_ids] == 1)
     np.testing.assert_allclose(m.actuator_forcerange[robot.actuator_ids, 1], go2_robot().torque_limits)
+    np.testing.assert_allclose(robot.effort_limits, go2_robot().torque_limits)
+    # The task's Go2 has DC motors: its actuators pass the torque the env computes straight through.
+    explicit = load_robot(go2_robot())
+    acts, m = explicit.actuator_ids, explicit.model
+    assert list(explicit.actuator_groups) == ["legs"] and explicit.actuator_groups["legs"].tolist() == list(range(12))
+    assert np.all(m.actuator_biastype[acts] == mujoco.mjtBias.mjBIAS_NONE) and np.all(m.actuator_gainprm[acts, 0] == 1)
+    assert not m.actuator_forcelimited[acts].any() and not m.actuator_ctrllimited[acts].any()
+    np.testing.assert_allclose(explicit.effort_limits, go2_robot().torque_limits)
     assert mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, "imu") >= 0
     feet = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, f"{leg}_foot") for leg in ("FL", "FR", "RL", "RR")]
     for body in feet:
@@ -28,7 +36,7 @@ def test_go2_has_actuated_joints_limits_sensors_and_home_key():
 
 
 def test_go2_stands_on_its_feet_under_pd_hold():
-    robot = load_robot(go2_robot())
+    robot = load_robot(go2_servo_robot())
     m, d = robot.model, mujoco.MjData(robot.model)
     mujoco.mj_resetDataKeyframe(m, d, 0)
     d.ctrl[robot.actuator_ids] = go2_robot().default_joint_pos

@@ -59,7 +59,7 @@ def write_robot_folder(package: Path) -> None:
             import os
             from dataclasses import dataclass, field
 
-            from robolab.assets.robot_cfg import RobotCfg
+            from robolab.assets.robot_cfg import ActuatorCfg, RobotCfg
             from robolab.envs.velocity_env_cfg import VelocityEnvCfg
 
             LEGS = ("FL", "FR", "RL", "RR")
@@ -78,6 +78,7 @@ def write_robot_folder(package: Path) -> None:
                     stiffness=25.0,
                     damping=0.5,
                     torque_limits=[23.7, 23.7, 45.43] * 4,
+                    actuators={"legs": ActuatorCfg(model="dc_motor", velocity_limit=30.0)},
                 )
 
 

@@ -20,6 +20,7 @@ import mujoco
 import pytest
 import torch
 
+from conftest import go2_servo_robot
 from robolab.assets import load_robot
 from robolab.envs import VelocityEnv
 from robolab.envs.mdp.observations import height_scan
@@ -44,7 +45,7 @@ def test_each_terrain_type_gives_the_same_trajectory_on_mujoco_c_and_mujoco_warp
 
     pair = []
     for name in ("mujoco", "warp"):
-        robot = load_robot(go2_robot_cfg(), timestep=0.005, terrain=terrain)
+        robot = load_robot(go2_servo_robot(), timestep=0.005, terrain=terrain)
         robot.model.opt.iterations, robot.model.opt.ls_iterations, robot.model.opt.tolerance = 100, 50, 1e-10
         pair.append(MujocoBackend(robot, TYPES, 1) if name == "mujoco" else WarpBackend(robot, TYPES, DEVICE))
     c, ours = pair
@@ -125,7 +126,7 @@ def test_both_backends_cast_the_same_rays(terrain, scene):
         cfg.builder = "test_ray_scan:go2_beside_a_ramp"
         robot, centre = load_robot(cfg), torch.tensor([2.0, 0.0])
     else:
-        robot, centre = load_robot(go2_robot_cfg(), terrain=terrain), torch.tensor(terrain.origin) + 6.0
+        robot, centre = load_robot(go2_servo_robot(), terrain=terrain), torch.tensor(terrain.origin) + 6.0
     n, rays = 16, 187
     g = torch.Generator().manual_seed(2)
     origins = torch.cat([centre + torch.rand(n, 2, generator=g) * 4 - 2, torch.full((n, 1), 20.5)], dim=1)

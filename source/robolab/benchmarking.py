@@ -34,14 +34,15 @@ def _sync(device: str, backend=None) -> None:
 
 
 def time_physics(env, steps: int) -> float:
-    """Env steps/s of the backend alone, holding the nominal pose plus small random offsets."""
+    """Env steps/s of the physics alone (the backend and any explicit actuator models), holding the nominal pose plus
+    small random offsets."""
     targets = env.default_joint_pos.expand(env.num_envs, -1)
     noise = 0.1 * torch.randn(steps, env.num_envs, env.num_actions, device=env.device)
-    env.backend.step(targets, env.cfg.decimation)  # warm-up (and compilation, for a JIT backend)
+    env.step_physics(targets)  # warm-up (and compilation, for a JIT backend)
     _sync(str(env.device), env.backend)
     start = time.perf_counter()
     for i in range(steps):
-        env.backend.step(targets + noise[i], env.cfg.decimation)
+        env.step_physics(targets + noise[i])
         _ = env.backend.non_finite  # what the env reads every step
     _sync(str(env.device), env.backend)
     return env.num_envs * steps / (time.perf_counter() - start)

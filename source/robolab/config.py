@@ -243,8 +243,9 @@ def check_pipeline(runner: str | None, algorithm: str | None) -> None:
 def build_env_cfg(task_id: str, env_overrides: DictConfig | dict, saved: dict | None = None):
     """The task's env dataclass with ``env.*`` overrides merged in (unknown keys and bad types are errors).
 
-    ``saved``: a run's ``params/env.yaml``, applied before the overrides. Its term tables replace the task's (a term
-    the run removed stays removed); one written before the terms were declared is read through ``RENAMED``.
+    ``saved``: a run's ``params/env.yaml``, applied before the overrides. Its term tables and its robot's actuator
+    models replace the task's (a term the run removed stays removed; a run saved with servos keeps them); one written
+    before the terms were declared is read through ``RENAMED``.
     A ``null`` for an entry of a term table removes that term if the table has it; ``~env.<table>.<term>`` (which
     ``hydra_overrides`` turns into ``REMOVE``) removes one that must exist.
     """
@@ -256,6 +257,8 @@ def build_env_cfg(task_id: str, env_overrides: DictConfig | dict, saved: dict | 
             for table in TERM_TABLES if current else ():
                 if table in saved:
                     base[table] = {}
+            if isinstance(saved.get("robot"), dict):  # the run's actuator models, none if it saved none
+                base.robot.actuators = {}
             base = OmegaConf.merge(base, saved)
         assert isinstance(base, DictConfig)
         removed = _pop_removed_terms(base, overrides, ())

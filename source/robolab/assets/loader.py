@@ -42,6 +42,9 @@ class RobotModel:
     undesired_body_ids: np.ndarray
     termination_body_ids: np.ndarray
     joint_limits: np.ndarray  # (joints, 2); -inf, inf for a joint without limits
+    effort_limits: np.ndarray  # (joints,) each joint's actuator torque limit (N m), inf where unlimited
+    actuator_groups: dict[str, np.ndarray]  # explicit actuator group -> its joints (policy order); their actuators
+    # take torques (``drive_by_torque``)
 
 
 def load_robot(cfg: RobotCfg, timestep: float = 0.005, terrain: TerrainMap | None = None) -> RobotModel:
@@ -68,11 +71,34 @@ def load_robot(cfg: RobotCfg, timestep: float = 0.005, terrain: TerrainMap | Non
     torque_names = [_add_torque_sensor(spec, joint) for joint in cfg.joint_names]
     foot_pos_names = [_add_foot_position_sensor(spec, foot, cfg.base_body) for foot in cfg.foot_bodies]
     foot_vel_names = [_add_foot_velocity_sensor(spec, foot) for foot in cfg.foot_bodies]
+    groups = cfg.actuator_groups()
     try:
         model = spec.compile()
     except ValueError as err:
         raise ValueError(f"robot model {cfg.mjcf_path or cfg.builder} does not compile: {err}") from None
-    return _index(model, cfg, contact_sensors, torque_names, foot_pos_names, foot_vel_names)
+    robot = _index(model, cfg, contact_sensors, torque_names, foot_pos_names, foot_vel_names)
+    robot.actuator_groups = {name: np.array(ids, dtype=np.int64) for name, ids in groups.items()}
+    explicit = np.concatenate([np.zeros(0, dtype=np.int64), *robot.actuator_groups.values()])
+    drive_by_torque(model, robot.actuator_ids[explicit])
+    return robot
+
+
+def drive_by_torque(model: mujoco.MjModel, actuators: np.ndarray) -> None:
+    """Make ``actuators`` pass their control through as joint torque (N m): an explicit actuator model computes the
+    torque, its limit included, so MuJoCo neither adds its servo's bias nor clamps the control or the force."""
+    for a in actuators:
+        if model.actuator_trntype[a] != mujoco.mjtTrn.mjTRN_JOINT:
+            raise ValueError(f"actuator {model.actuator(a).name!r}: an explicit actuator model drives a joint directly")
+    model.actuator_dyntype[actuators] = mujoco.mjtDyn.mjDYN_NONE
+    model.actuator_gaintype[actuators] = mujoco.mjtGain.mjGAIN_FIXED
+    model.actuator_biastype[actuators] = mujoco.mjtBias.mjBIAS_NONE
+    model.actuator_gainprm[actuators] = 0.0
+    model.actuator_gainprm[actuators, 0] = 1.0
+    model.actuator_biasprm[actuators] = 0.0
+    model.actuator_gear[actuators] = 0.0
+    model.actuator_gear[actuators, 0] = 1.0
+    model.actuator_ctrllimited[actuators] = 0
+    model.actuator_forcelimited[actuators] = 0
 
 
 def _load_spec(cfg: RobotCfg) -> mujoco.MjSpec:
@@ -235,7 +261,17 @@ def _index(
         joint_limits=np.array(
             [model.jnt_range[j] if model.jnt_limited[j] else (-np.inf, np.inf) for j in jids], dtype=np.float64
         ),
+        effort_limits=np.array([_effort_limit(model, actuator_of_joint[j]) for j in jids], dtype=np.float64),
+        actuator_groups={},
     )
+
+
+def _effort_limit(model: mujoco.MjModel, actuator: int) -> float:
+    """The joint torque an actuator can give at most: its force limit through its gear (inf without one)."""
+    if not model.actuator_forcelimited[actuator]:
+        return float("inf")
+    force = float(np.abs(model.actuator_forcerange[actuator]).max())
+    return force * abs(float(model.actuator_gear[actuator, 0]))
 
 
 def add_pd_actuator(

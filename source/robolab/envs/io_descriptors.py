@@ -45,9 +45,23 @@ def io_descriptors(env) -> dict:
             "stiffness": _one_or_each(stiffness),
             "damping": _one_or_each(damping),
             "torque_limits": [float(v) for v in robot.torque_limits],
+            # The simulated motors: explicit models by group (a DC motor's no-load speed ...); none: MuJoCo's servos.
+            "actuators": {
+                name: {"joints": [robot.joint_names[i] for i in ids], **_actuator_settings(robot.actuators[name])}
+                for name, ids in robot.actuator_groups().items()
+            },
         },
         "scene": {"physics_dt": float(cfg.sim_dt), "decimation": int(cfg.decimation), "dt": env.step_dt},
     }
+
+
+def _actuator_settings(cfg) -> dict:
+    """What a deployment or another simulator needs to know of an explicit actuator model."""
+    if cfg.model == "dc_motor":
+        return {"model": cfg.model, "saturation_effort": cfg.saturation_effort, "velocity_limit": cfg.velocity_limit}
+    if cfg.model == "network":
+        return {"model": cfg.model, "network_path": cfg.network_path, "input_idx": list(cfg.input_idx)}
+    return {"model": cfg.model}
 
 
 def _one_or_each(values: list[float]) -> float | list[float]:

@@ -3,7 +3,8 @@
 What the task computes is its env config's term tables (``robolab.envs.terms``); this class only runs them, in a
 fixed order each control step:
 
-1. the action becomes PD targets, held for ``decimation`` physics steps;
+1. the action becomes PD targets, held for ``decimation`` physics steps (by MuJoCo's servos, or by explicit actuator
+   models computing torques at each physics step: ``robolab.envs.actuators``);
 2. the state is read, diverged envs are found (``DivergenceGuard``), command terms update, foot contacts and air
    times are tracked;
 3. termination terms decide which episodes end, reward terms are weighted by ``weight * dt`` and summed;
@@ -22,6 +23,7 @@ import math
 import torch
 from tensordict import TensorDict
 
+from robolab.envs.actuators import ExplicitActuators
 from robolab.envs.backends import make_backend
 from robolab.envs.delay import DelayLine
 from robolab.envs.divergence import DivergenceGuard, PhysicsDivergedError, likely_culprits
@@ -83,6 +85,10 @@ class VelocityEnv(VecEnv):
         self.qpos_adr = torch.as_tensor(self.robot.qpos_adr, device=self.device)
         self.dof_adr = torch.as_tensor(self.robot.dof_adr, device=self.device)
         self.default_joint_pos = torch.tensor(cfg.robot.default_joint_pos, device=self.device)
+        self.explicit_actuators = (
+            ExplicitActuators(self.robot, cfg.robot, self.num_envs, self.device) if self.robot.actuator_groups else None
+        )
+        """The explicit actuator models (``env.robot.actuators``); None when MuJoCo's servos drive every joint."""
         limits = torch.as_tensor(self.robot.joint_limits, dtype=torch.float32, device=self.device)
         self.joint_lo, self.joint_hi = limits[:, 0], limits[:, 1]
         self._gravity = torch.tensor(GRAVITY_DIR, device=self.device)
@@ -130,7 +136,7 @@ class VelocityEnv(VecEnv):
         actions = actions.to(self.device).clamp(-self.cfg.clip_actions, self.cfg.clip_actions)
         self.actions = actions
         applied = actions if self.action_delay is None else self.action_delay(actions)
-        self.backend.step(self.default_joint_pos + self.cfg.action_scale * applied, self.cfg.decimation)
+        self.step_physics(self.default_joint_pos + self.cfg.action_scale * applied)
 
         non_finite = self.backend.non_finite
         self.prev_joint_vel = self.state.joint_vel
@@ -175,6 +181,19 @@ class VelocityEnv(VecEnv):
 
     def close(self) -> None:
         self.backend.close()
+
+    def step_physics(self, targets: torch.Tensor) -> None:
+        """One control step of physics towards the PD ``targets`` (num_envs, joints): the servos hold them for
+        ``decimation`` physics steps inside the backend; with explicit actuator models (``env.robot.actuators``) the
+        physics goes one step at a time, each with the torques the models compute from the state it reached."""
+        if self.explicit_actuators is None:
+            self.backend.step(targets, self.cfg.decimation)
+            return
+        for substep in range(self.cfg.decimation):
+            joint_pos = self.backend.qpos[:, self.qpos_adr].to(self.device)
+            joint_vel = self.backend.qvel[:, self.dof_adr].to(self.device)
+            controls = self.explicit_actuators.controls(targets, joint_pos, joint_vel)
+            self.backend.step(controls, 1, first_substep=substep == 0)
 
     # --- what other parts read ------------------------------------------------------------------------
     def command(self, name: str) -> torch.Tensor:
@@ -314,6 +333,8 @@ class VelocityEnv(VecEnv):
         """Start new episodes in the envs of ``mask``: curricula, reset events, per-episode buffers, commands, and
         interval timers (values are drawn for every env and kept where ``mask``)."""
         self._curriculum_log = {t.name: guarded(t.key, t.call, self, mask) for t in self.curricula}
+        if self.explicit_actuators is not None:
+            self.explicit_actuators.reset(mask)
         for event in self.events["reset"]:
             guarded(event.key, event.call, self, mask)
         start = self.backend.qpos[:, :2].to(self.device)  # as the reset events placed them

@@ -47,6 +47,22 @@ def variant_blocks(num_envs: int, num_variants: int | None) -> tuple[int, np.nda
     return count, np.arange(num_envs) * count // num_envs
 
 
+def contact_sensor_adr(robot: RobotModel) -> np.ndarray:
+    """Sensordata addresses of every contact sensor: the feet's, the undesired bodies', the termination bodies'."""
+    return np.concatenate([robot.foot_sensor_adr, robot.undesired_sensor_adr, robot.termination_sensor_adr])
+
+
+def contact_groups(robot: RobotModel) -> dict[str, slice]:
+    """Each contact group's columns among ``contact_sensor_adr``'s sensors."""
+    bounds = np.cumsum([0, len(robot.foot_sensor_adr), len(robot.undesired_sensor_adr)])
+    total = len(contact_sensor_adr(robot))
+    return {
+        "foot": slice(int(bounds[0]), int(bounds[1])),
+        "undesired": slice(int(bounds[1]), int(bounds[2])),
+        "termination": slice(int(bounds[2]), total),
+    }
+
+
 class PhysicsBackend(ABC):
     num_envs: int
     device: torch.device
@@ -56,8 +72,13 @@ class PhysicsBackend(ABC):
     num_variants: int
 
     @abstractmethod
-    def step(self, joint_targets: torch.Tensor, decimation: int) -> None:
-        """Hold PD targets (num_envs, num_joints; policy order) for ``decimation`` physics steps."""
+    def step(self, controls: torch.Tensor, decimation: int, first_substep: bool = True) -> None:
+        """Hold ``controls`` (num_envs, num_joints; policy order) for ``decimation`` physics steps: a servo's PD target,
+        the torque of a joint an explicit actuator model drives.
+
+        ``first_substep=False`` continues the control step the last call began (an explicit actuator's loop steps
+        one physics step at a time): the contact-force peaks, the non-finite flags and the overflows then cover
+        every physics step since that call, as they cover the steps of one call."""
 
     @property
     @abstractmethod

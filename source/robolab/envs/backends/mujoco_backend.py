@@ -19,7 +19,13 @@ import torch
 from mujoco import rollout
 
 from robolab.assets import RobotModel
-from robolab.envs.backends.base import PhysicsBackend, check_field, variant_blocks
+from robolab.envs.backends.base import (
+    PhysicsBackend,
+    check_field,
+    contact_groups,
+    contact_sensor_adr,
+    variant_blocks,
+)
 from robolab.envs.backends.rays import check_max_distance, static_scene_data
 from robolab.resources import check_fits
 
@@ -73,18 +79,21 @@ class MujocoBackend(PhysicsBackend):
         self._ctrl = np.zeros((num_envs, 1, model.nu))
         self._out_state: np.ndarray | None = None
         self._sensor = np.zeros((num_envs, 1, model.nsensordata))
+        self._contact_adr = contact_sensor_adr(robot).astype(np.int64)
+        self._group_columns = contact_groups(robot)
+        self._peak = np.zeros((num_envs, len(self._contact_adr)))
         self._non_finite = np.zeros(num_envs, dtype=bool)
         self._render_data: mujoco.MjData | None = None
         self._ray_datas: list[mujoco.MjData] = []
         self._ray_pool: ThreadPoolExecutor | None = None
 
     # --- stepping -------------------------------------------------------------------------------------
-    def step(self, joint_targets: torch.Tensor, decimation: int) -> None:
+    def step(self, controls: torch.Tensor, decimation: int, first_substep: bool = True) -> None:
         if self._out_state is None or self._out_state.shape[1] != decimation:
             self._out_state = np.empty((self.num_envs, decimation, self._nstate))
             self._sensor = np.empty((self.num_envs, decimation, self.robot.model.nsensordata))
             self._ctrl = np.zeros((self.num_envs, decimation, self.robot.model.nu))
-        self._ctrl[:, :, self.robot.actuator_ids] = joint_targets.detach().to("cpu", torch.float64).numpy()[:, None]
+        self._ctrl[:, :, self.robot.actuator_ids] = controls.detach().to("cpu", torch.float64).numpy()[:, None]
         self._pool.rollout(
             self._models,
             self._datas,
@@ -100,9 +109,14 @@ class MujocoBackend(PhysicsBackend):
         )
         self._state[:] = self._out_state[:, -1]
         # A row that diverged mid-step stays non-finite (autoreset is off); flag it for the MDP to reset.
-        self._non_finite = np.asarray(
-            ~(np.isfinite(self._state).all(axis=1) & np.isfinite(self._sensor).all(axis=(1, 2)))
-        )
+        non_finite = np.asarray(~(np.isfinite(self._state).all(axis=1) & np.isfinite(self._sensor).all(axis=(1, 2))))
+        forces = self._sensor[:, :, self._contact_adr[:, None] + np.arange(3)]  # (N, decimation, sensors, 3)
+        peak = np.linalg.norm(forces, axis=-1).max(axis=1)
+        if first_substep:
+            self._non_finite, self._peak = non_finite, peak
+        else:
+            self._non_finite |= non_finite
+            np.maximum(self._peak, peak, out=self._peak)  # NaN stays NaN, as in one call
 
     # --- reads ----------------------------------------------------------------------------------------
     def _torch(self, array: np.ndarray) -> torch.Tensor:
@@ -117,9 +131,7 @@ class MujocoBackend(PhysicsBackend):
         return self._torch(self._state[:, self._qvel_slice])
 
     def contact_forces(self, group: str) -> torch.Tensor:
-        adr = getattr(self.robot, f"{group}_sensor_adr")
-        forces = self._sensor[:, :, adr[:, None] + np.arange(3)]  # (N, decimation, bodies, 3)
-        return self._torch(np.linalg.norm(forces, axis=-1).max(axis=1))
+        return self._torch(self._peak[:, self._group_columns[group]])
 
     def contact_force_vectors(self, group: str) -> torch.Tensor:
         adr = getattr(self.robot, f"{group}_sensor_adr")
@@ -192,6 +204,7 @@ class MujocoBackend(PhysicsBackend):
         rows[:, self._qvel_slice] = qvel.cpu().double().numpy()[ids]
         self._state[ids] = rows
         self._sensor[ids] = 0.0
+        self._peak[ids] = 0.0
         self._non_finite[ids] = False
 
     def set_base_velocity(self, mask: torch.Tensor, lin_vel_xy: torch.Tensor) -> None:

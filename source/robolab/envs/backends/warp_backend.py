@@ -25,7 +25,14 @@ import torch
 import warp as wp
 
 from robolab.assets import RobotModel
-from robolab.envs.backends.base import RANDOMISED_FIELDS, PhysicsBackend, check_field, variant_blocks
+from robolab.envs.backends.base import (
+    RANDOMISED_FIELDS,
+    PhysicsBackend,
+    check_field,
+    contact_groups,
+    contact_sensor_adr,
+    variant_blocks,
+)
 from robolab.envs.backends.rays import check_max_distance, static_scene_data
 from robolab.envs.backends.warp_kernels import flag_non_finite_state, track_contact_peaks
 
@@ -131,18 +138,11 @@ class WarpBackend(PhysicsBackend):
             self.nconmax = nconmax if nconmax is not None else sized_nconmax
             self.njmax = njmax if njmax is not None else sized_njmax
             self._data = mjw.make_data(model, nworld=num_envs, nconmax=self.nconmax, njmax=self.njmax)
-            contact_adr = np.concatenate(
-                [robot.foot_sensor_adr, robot.undesired_sensor_adr, robot.termination_sensor_adr]
-            ).astype(np.int32)
+            contact_adr = contact_sensor_adr(robot).astype(np.int32)
             self._contact_adr = wp.array(contact_adr, dtype=int)
             self._peak = wp.zeros((num_envs, len(contact_adr)), dtype=float)
             self._non_finite = wp.zeros(num_envs, dtype=wp.bool)
-        bounds = np.cumsum([0, len(robot.foot_sensor_adr), len(robot.undesired_sensor_adr)])
-        self._group_columns = {
-            "foot": slice(bounds[0], bounds[1]),
-            "undesired": slice(bounds[1], bounds[2]),
-            "termination": slice(bounds[2], len(contact_adr)),
-        }
+        self._group_columns = contact_groups(robot)
 
         # Torch views of the warp arrays: the same memory, made once (the arrays live as long as the backend).
         d, m = self._data, self._model
@@ -159,7 +159,7 @@ class WarpBackend(PhysicsBackend):
         self._foot_vel_adr = torch.as_tensor(robot.foot_vel_sensor_adr[:, None] + np.arange(3), device=self.device)
 
         self._vector_adr: dict[str, torch.Tensor] = {}
-        self._graphs: dict[int, wp.context.Graph] = {}
+        self._graphs: dict[tuple[int, bool], wp.context.Graph] = {}
         self._stream = wp.Stream(self.wp_device) if self.wp_device.is_cuda else None
         self._events = (wp.Event(self.wp_device), wp.Event(self.wp_device)) if self.wp_device.is_cuda else None
         self._torch_streams: dict[int, wp.Stream] = {}
@@ -179,10 +179,12 @@ class WarpBackend(PhysicsBackend):
             wp.synchronize_device(self.wp_device)
 
     # --- stepping -------------------------------------------------------------------------------------
-    def _physics_step(self, decimation: int) -> None:
-        """The work of one control step, as warp launches (captured once into a graph on a GPU)."""
-        self._non_finite.zero_()
-        self._data.overflow.zero_()  # sticky in MuJoCo Warp: this control step's overflows only
+    def _physics_step(self, decimation: int, first_substep: bool = True) -> None:
+        """The work of one control step (or of its later physics steps: ``first_substep=False``), as warp launches
+        (captured once into a graph on a GPU)."""
+        if first_substep:
+            self._non_finite.zero_()
+            self._data.overflow.zero_()  # sticky in MuJoCo Warp: this control step's overflows only
         num_sensors = self._peak.shape[1]
         for substep in range(decimation):
             mjw.step(self._model, self._data)
@@ -190,7 +192,7 @@ class WarpBackend(PhysicsBackend):
                 wp.launch(
                     track_contact_peaks,
                     dim=(self.num_envs, num_sensors),
-                    inputs=[self._data.sensordata, self._contact_adr, int(substep == 0)],
+                    inputs=[self._data.sensordata, self._contact_adr, int(substep == 0 and first_substep)],
                     outputs=[self._peak, self._non_finite],
                 )
         wp.launch(
@@ -200,15 +202,15 @@ class WarpBackend(PhysicsBackend):
             outputs=[self._non_finite],
         )
 
-    def step(self, joint_targets: torch.Tensor, decimation: int) -> None:
-        self._ctrl[:, self._actuator_ids] = joint_targets.to(self.device, torch.float32)
+    def step(self, controls: torch.Tensor, decimation: int, first_substep: bool = True) -> None:
+        self._ctrl[:, self._actuator_ids] = controls.to(self.device, torch.float32)
         if self._stream is None:  # warp's CPU device: launches run in order on the calling thread
             with wp.ScopedDevice(self.wp_device):
-                self._physics_step(decimation)
+                self._physics_step(decimation, first_substep)
             return
-        graph = self._graphs.get(decimation)
+        graph = self._graphs.get((decimation, first_substep))
         if graph is None:
-            graph = self._graphs[decimation] = self._capture(decimation)
+            graph = self._graphs[(decimation, first_substep)] = self._capture(decimation, first_substep)
         # The graph runs on warp's stream, ordered after torch's writes (targets, resets) and before torch's reads,
         # through events: nothing waits on the host.
         torch_stream = self._torch_stream()
@@ -225,11 +227,11 @@ class WarpBackend(PhysicsBackend):
             wrapped = self._torch_streams[current.cuda_stream] = wp.stream_from_torch(current)
         return wrapped
 
-    def _capture(self, decimation: int) -> wp.context.Graph:
-        torch.cuda.current_stream(self.device).synchronize()  # once per decimation: pending torch writes land first
+    def _capture(self, decimation: int, first_substep: bool) -> wp.context.Graph:
+        torch.cuda.current_stream(self.device).synchronize()  # once per graph: pending torch writes land first
         # Every launch of the step goes to the capturing stream (warp launches on the device's current stream).
         with wp.ScopedStream(self._stream), wp.ScopedCapture(device=self.wp_device, stream=self._stream) as capture:
-            self._physics_step(decimation)
+            self._physics_step(decimation, first_substep)
         assert capture.graph is not None
         return capture.graph
 

@@ -14,8 +14,9 @@ import mujoco
 import numpy as np
 import torch
 
-from robolab.envs.mdp.rewards import joint_ids, matching_names
+from robolab.envs.mdp.rewards import joint_ids
 from robolab.envs.terms import check_range
+from robolab.names import matching_names
 
 
 def randomize_actuators(
@@ -30,15 +31,39 @@ def randomize_actuators(
     """Startup: per variant and joint, the PD gains scaled (``kp_scale``, ``kd_scale``: Isaac Lab's
     ``randomize_actuator_gains``), the motor's strength scaled (the whole torque, its limit included: legged_gym's
     motor strength) and the torque limit alone scaled (``effort_scale``). The joint's torque is then
-    ``strength * clip(kp' (target - q) - kd' qdot, +-effort * limit)``. Recorded per env and joint as ``kp_scale``,
-    ``kd_scale``, ``strength_scale``, ``effort_scale`` (only those whose range is not ``(1, 1)``)."""
+    ``strength * clip(kp' (target - q) - kd' qdot, +-effort * limit)``: on a servo through its model arrays, on a
+    joint an explicit actuator model drives (``env.robot.actuators``) through that model's scales (a DC motor's
+    torque-speed line, a network's output, alike). Recorded per env and joint as ``kp_scale``, ``kd_scale``,
+    ``strength_scale``, ``effort_scale`` (only those whose range is not ``(1, 1)``)."""
     ranges = {
         "kp_scale": check_range("kp_scale", kp_scale, low_bound=0.0),
         "kd_scale": check_range("kd_scale", kd_scale, low_bound=0.0),
         "strength_scale": check_range("strength_scale", strength_scale, low_bound=0.0),
         "effort_scale": check_range("effort_scale", effort_scale, low_bound=0.0),
     }
-    robot, ids = env.robot, _joint_index(env, joints)
+    ids = _joint_index(env, joints)
+    draws = {name: env.uniform(*bounds, env.backend.num_variants, len(ids)).cpu() for name, bounds in ranges.items()}
+    explicit = env.explicit_actuators
+    by_model = np.isin(ids, explicit.joints) if explicit is not None else np.zeros(len(ids), dtype=bool)
+    if (~by_model).any():
+        _scale_servos(env, ids[~by_model], {name: value[:, ~by_model] for name, value in draws.items()})
+    if by_model.any():
+        assert explicit is not None
+        gains = [name for name in ("kp_scale", "kd_scale") if ranges[name] != (1.0, 1.0)]
+        networks = [env.cfg.robot.joint_names[i] for i in ids[by_model] if explicit.model_of(i) == "network"]
+        if gains and networks:
+            raise ValueError(
+                f"randomize_actuators: {' and '.join(gains)} cannot scale the network-driven joints "
+                f"{networks} (a network has no gains): leave them out with `joints`"
+            )
+        for name, value in draws.items():
+            explicit.set_scale(name, ids[by_model], env.backend.per_env(value[:, by_model]))
+    _record(env, draws, ranges, neutral=1.0)
+
+
+def _scale_servos(env, ids: np.ndarray, draws: dict[str, torch.Tensor]) -> None:
+    """``randomize_actuators``' draws (per variant, per joint of ``ids``) written into the servos' model arrays."""
+    robot = env.robot
     acts = robot.actuator_ids[ids]
     model = robot.model
     servo = (model.actuator_gaintype[acts] == mujoco.mjtGain.mjGAIN_FIXED) & (
@@ -49,12 +74,12 @@ def randomize_actuators(
         raise ValueError(
             f"randomize_actuators: joints {names} are not driven by position servos (gain kp, bias -kp q -kd qdot)"
         )
-    draws = {name: env.uniform(*bounds, env.backend.num_variants, len(ids)).cpu() for name, bounds in ranges.items()}
+    variants = env.backend.num_variants
     kp = draws["kp_scale"] * draws["strength_scale"]
     kd = draws["kd_scale"] * draws["strength_scale"]
-    gain = _nominal(model.actuator_gainprm, acts, env.backend.num_variants)
-    bias = _nominal(model.actuator_biasprm, acts, env.backend.num_variants)
-    force = _nominal(model.actuator_forcerange, acts, env.backend.num_variants)
+    gain = _nominal(model.actuator_gainprm, acts, variants)
+    bias = _nominal(model.actuator_biasprm, acts, variants)
+    force = _nominal(model.actuator_forcerange, acts, variants)
     gain[:, :, 0] *= kp
     bias[:, :, 1] *= kp
     bias[:, :, 2] *= kd
@@ -62,7 +87,6 @@ def randomize_actuators(
     env.backend.set_model_field("actuator_gainprm", acts, gain)
     env.backend.set_model_field("actuator_biasprm", acts, bias)
     env.backend.set_model_field("actuator_forcerange", acts, force)
-    _record(env, draws, ranges, neutral=1.0)
 
 
 def randomize_joint_dynamics(
