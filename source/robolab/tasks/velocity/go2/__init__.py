@@ -11,6 +11,14 @@ register_task(
 )
 
 register_task(
+    "RoboLab-Velocity-Flat-Go2-Realism-v0",
+    env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2FlatRealismEnvCfg",
+    hydra_task="go2_flat_realism",
+    description="Go2-class quadruped, flat ground, trained for a real robot: motor, joint, mass, friction and "
+    "latency randomisation (docs/sim2real.md)",
+)
+
+register_task(
     "RoboLab-Velocity-Flat-Go2-Teacher-v0",
     env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2FlatEnvCfg",
     hydra_task="go2_flat_teacher",

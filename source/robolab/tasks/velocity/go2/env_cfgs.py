@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from robolab.assets.go2 import LEGS
-from robolab.assets.robot_cfg import RobotCfg
+from robolab.assets.robot_cfg import ActuatorCfg, RobotCfg
 from robolab.envs.terms import (
     CommandTermCfg,
     CurriculumTermCfg,
     EventTermCfg,
     ObsGroupCfg,
+    ObsTermCfg,
     RewardTermCfg,
     TerminationTermCfg,
 )
@@ -23,6 +24,7 @@ from robolab.envs.velocity_env_cfg import (
     terrain_terminations,
     velocity_commands,
     velocity_events,
+    velocity_observations,
     velocity_rewards,
     velocity_terminations,
 )
@@ -30,7 +32,11 @@ from robolab.terrains.config import TerrainCfg
 
 
 def go2_robot_cfg() -> RobotCfg:
-    """The Go2-class quadruped built in code (``robolab.assets.go2``); Unitree's joint names and torque limits."""
+    """The Go2-class quadruped built in code (``robolab.assets.go2``); Unitree's joint names and torque limits.
+
+    Its motors are DC motors (Isaac Lab's Go2: ``DCMotorCfg``, 30 rad/s no-load speed): each joint's PD torque is
+    clipped to a torque-speed line from its torque limit at rest to nothing at 30 rad/s, computed at every physics
+    step (``robolab.envs.actuators``)."""
     return RobotCfg(
         builder="robolab.assets.go2:build_go2_spec",
         base_body="base",
@@ -43,6 +49,7 @@ def go2_robot_cfg() -> RobotCfg:
         stiffness=25.0,
         damping=0.5,
         torque_limits=[23.7, 23.7, 45.43] * 4,
+        actuators={"legs": ActuatorCfg(model="dc_motor", velocity_limit=30.0)},
     )
 
 
@@ -137,3 +144,64 @@ class Go2RoughBlindEnvCfg(Go2RoughEnvCfg):
     """The rough task with a proprioceptive policy (the critic and the teacher group still read the scan)."""
 
     observations: dict[str, ObsGroupCfg] = field(default_factory=lambda: rough_observations(perceptive=False))
+
+
+def realism_events() -> dict[str, EventTermCfg]:
+    """The flat task's events, plus what differs between the simulator and a Go2 (docs/sim2real.md): each motor's
+    gains and strength, joint friction, damping and rotor inertia, the base's centre of mass, every link's mass,
+    each foot's friction, and 0-20 ms of action latency (0 or 1 control step), with the friction and payload ranges
+    widened to reach 0.3 and +4 kg."""
+    events = velocity_events()
+    events["physics_material"].params.update({"friction_range": (0.3, 1.25), "per_foot": True})
+    events["add_base_mass"].params["mass_range"] = (-1.0, 4.0)
+    startup = {
+        "actuators": (
+            "randomize_actuators",
+            {"kp_scale": (0.7, 1.3), "kd_scale": (0.7, 1.3), "strength_scale": (0.75, 1.0)},
+        ),
+        "joint_dynamics": (
+            "randomize_joint_dynamics",
+            {"friction_range": (0.0, 0.2), "damping_range": (0.0, 0.2), "armature_scale": (0.8, 1.2)},
+        ),
+        "base_com": (
+            "randomize_base_com",
+            {"x_range": (-0.03, 0.03), "y_range": (-0.03, 0.03), "z_range": (-0.02, 0.02)},
+        ),
+        "link_masses": ("randomize_link_masses", {"scale_range": (0.9, 1.1)}),
+    }
+    for name, (func, params) in startup.items():
+        events[name] = EventTermCfg(func=func, mode="startup", params=params)
+    events["action_delay"] = EventTermCfg(func="randomize_action_delay", mode="reset", params={"steps_range": (0, 1)})
+    return events
+
+
+REALISM_PARAMS = (
+    "kp_scale",
+    "kd_scale",
+    "strength_scale",
+    "joint_friction",
+    "joint_damping",
+    "armature_scale",
+    "base_com_offset",
+    "link_mass_scale",
+    "foot_friction",
+    "action_delay",
+)
+"""What ``realism_events`` draws, for the critic."""
+
+
+def realism_observations() -> dict[str, ObsGroupCfg]:
+    """The flat task's groups; the critic (and a teacher) also read every value the realism events drew."""
+    groups = velocity_observations()
+    for group in ("critic", "teacher"):
+        for name in REALISM_PARAMS:
+            groups[group].terms[name] = ObsTermCfg(func="physics_param", params={"name": name})
+    return groups
+
+
+@dataclass
+class Go2FlatRealismEnvCfg(Go2FlatEnvCfg):
+    """The flat Go2 trained for a real one: ``realism_events`` and a critic that sees what they drew."""
+
+    events: dict[str, EventTermCfg] = field(default_factory=realism_events)
+    observations: dict[str, ObsGroupCfg] = field(default_factory=realism_observations)
