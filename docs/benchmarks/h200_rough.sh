@@ -28,17 +28,9 @@
 # MuJoCo Warp comes as parts (warp_site.sh), the other wheels from .whl/ (device_env.sh).
 set -uo pipefail
 here="$(dirname "$0")"
-. "$here/device_env.sh"
-. "$here/warp_site.sh"
-python3 -c "import mujoco_warp, warp" || { echo "MuJoCo Warp is not installed: carry the parts (warp_site.sh)"; exit 1; }
-LOGS=/tmp/robolab_logs
-TAG="${TAG:-}"
+. "$here/device_train.sh"  # the site, the kernel cache, LOGS and TAG
 TASK=RoboLab-Velocity-Rough-Go2-v0
 STUDENT_TASK=RoboLab-Velocity-Rough-Go2-Distillation-v0
-export WARP_CACHE_PATH="${WARP_CACHE_PATH:-/tmp/warp_cache}"
-if [ -f .warpcache/warp_cache.tar.xz ] && [ ! -d "$WARP_CACHE_PATH" ]; then
-  mkdir -p "$WARP_CACHE_PATH" && tar -xJf .warpcache/warp_cache.tar.xz -C "$WARP_CACHE_PATH"
-fi
 
 # curve RUN LAUNCHED_AT TAG...: the run's scalars against wall time from launch, and its checkpoints' times.
 curve() {
