@@ -218,8 +218,8 @@ def test_actuator_randomisation_reaches_explicit_joints():
         hips = [0, 3, 6, 9]
         legs = [i for i in range(12) if i not in hips]
         for name in ("kp_scale", "strength_scale", "effort_scale"):
-            torch.testing.assert_close(explicit.scales[name][:, legs], p[name][:, legs])
-            assert (explicit.scales[name][:, hips] == 1).all()  # the servos' draws went to their model arrays
+            torch.testing.assert_close(explicit.scale(name)[:, legs], p[name][:, legs])
+            assert (explicit.scale(name)[:, hips] == 1).all()  # the servos' draws went to their model arrays
         gain = torch.as_tensor(
             np.stack([m.actuator_gainprm[env.robot.actuator_ids[hips], 0] for m in env.backend._models])
         )

@@ -29,12 +29,16 @@ SCALES = ("kp_scale", "kd_scale", "strength_scale", "effort_scale")
 
 
 class ActuatorGroup:
-    """The joints ``ids`` (policy order) of one group and how their torque is computed."""
+    """The joints ``ids`` (policy order) of one group, how their torque is computed, and the per-env scales
+    ``randomize_actuators`` drew for them (num_envs, joints of the group; 1: nominal)."""
 
-    def __init__(self, cfg: ActuatorCfg, ids: np.ndarray, kp: torch.Tensor, kd: torch.Tensor, limit: torch.Tensor):
+    def __init__(
+        self, cfg: ActuatorCfg, ids: np.ndarray, kp: torch.Tensor, kd: torch.Tensor, limit: torch.Tensor, num_envs: int
+    ):
         self.cfg = cfg
         self.ids = ids
         self.kp, self.kd, self.limit = kp, kd, limit
+        self.scales = {name: torch.ones(num_envs, len(ids), device=limit.device) for name in SCALES}
 
     def pd(self, error: torch.Tensor, vel: torch.Tensor, scales: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.kp * scales["kp_scale"] * error - self.kd * scales["kd_scale"] * vel
@@ -50,8 +54,10 @@ class ActuatorGroup:
 
 
 class DCMotorGroup(ActuatorGroup):
-    def __init__(self, cfg: ActuatorCfg, ids: np.ndarray, kp: torch.Tensor, kd: torch.Tensor, limit: torch.Tensor):
-        super().__init__(cfg, ids, kp, kd, limit)
+    def __init__(
+        self, cfg: ActuatorCfg, ids: np.ndarray, kp: torch.Tensor, kd: torch.Tensor, limit: torch.Tensor, num_envs: int
+    ):
+        super().__init__(cfg, ids, kp, kd, limit, num_envs)
         self.saturation = (
             limit.clone() if cfg.saturation_effort is None else torch.full_like(limit, cfg.saturation_effort)
         )
@@ -77,7 +83,7 @@ class NetworkGroup(ActuatorGroup):
         num_envs: int,
         key: str,
     ):
-        super().__init__(cfg, ids, kp, kd, limit)
+        super().__init__(cfg, ids, kp, kd, limit, num_envs)
         self.network = load_network(cfg.network_path or "", limit.device, key)
         self.steps = torch.as_tensor(list(cfg.input_idx), device=limit.device)
         depth = int(max(cfg.input_idx)) + 1
@@ -140,26 +146,23 @@ class ExplicitActuators:
         for name, ids in robot.actuator_groups.items():
             cfg = robot_cfg.actuators[name]
             idx = torch.as_tensor(ids, device=device)
-            args = (cfg, ids, kp_all[idx], kd_all[idx], limits[idx])
+            args = (cfg, ids, kp_all[idx], kd_all[idx], limits[idx], num_envs)
             if cfg.model == "dc_motor":
                 self.groups.append(DCMotorGroup(*args))
             elif cfg.model == "network":
-                self.groups.append(NetworkGroup(*args, num_envs=num_envs, key=f"env.robot.actuators.{name}"))
+                self.groups.append(NetworkGroup(*args, key=f"env.robot.actuators.{name}"))
             else:
                 self.groups.append(ActuatorGroup(*args))
         self.index = [torch.as_tensor(g.ids, device=device) for g in self.groups]
         self.joints = np.sort(np.concatenate([g.ids for g in self.groups])) if self.groups else np.zeros(0, np.int64)
         """Policy-order indices of every joint an explicit model drives."""
-        joints = len(robot_cfg.joint_names)
-        self.scales = {name: torch.ones(num_envs, joints, device=device) for name in SCALES}
-        """Per env and joint (all of the robot's; only the explicit ones are read): what ``randomize_actuators``
-        drew."""
+        self.num_envs, self.num_joints, self.device = num_envs, len(robot_cfg.joint_names), device
 
     def controls(self, targets: torch.Tensor, joint_pos: torch.Tensor, joint_vel: torch.Tensor) -> torch.Tensor:
         """(num_envs, joints) controls: the torque of each explicitly driven joint, the target of every other."""
         out = targets.clone()
         for group, idx in zip(self.groups, self.index):
-            scales = {name: value[:, idx] for name, value in self.scales.items()}
+            scales = group.scales
             limit = group.limit * scales["effort_scale"]
             error = targets[:, idx] - joint_pos[:, idx]
             out[:, idx] = scales["strength_scale"] * group.torque(error, joint_vel[:, idx], scales, limit)
@@ -170,8 +173,24 @@ class ExplicitActuators:
             group.reset(mask)
 
     def set_scale(self, name: str, joints: np.ndarray, per_env: torch.Tensor) -> None:
-        """Set scale ``name`` of the policy-order ``joints`` to ``per_env`` (num_envs, len(joints))."""
-        self.scales[name][:, torch.as_tensor(joints, device=per_env.device)] = per_env
+        """Set scale ``name`` of the policy-order ``joints`` (each driven by an explicit model) to ``per_env``
+        (num_envs, len(joints)): into the columns of the groups that drive them, which the step reads as they are."""
+        for group in self.groups:
+            column_of = {int(joint): column for column, joint in enumerate(group.ids)}
+            inside = [k for k, joint in enumerate(joints) if int(joint) in column_of]
+            if inside:
+                columns = torch.as_tensor([column_of[int(joints[k])] for k in inside], device=self.device)
+                group.scales[name][:, columns] = per_env[:, torch.as_tensor(inside, device=per_env.device)].to(
+                    self.device
+                )
+
+    def scale(self, name: str) -> torch.Tensor:
+        """Scale ``name`` of every joint of the robot (num_envs, joints): the groups' draws, 1 for a servo's joint
+        (its draws live in the servo's model arrays)."""
+        full = torch.ones(self.num_envs, self.num_joints, device=self.device)
+        for group, idx in zip(self.groups, self.index):
+            full[:, idx] = group.scales[name]
+        return full
 
     def model_of(self, joint: int) -> str | None:
         """The explicit model driving policy-order ``joint``, None for a servo."""

@@ -48,7 +48,7 @@ def io_descriptors(env) -> dict:
             # The simulated motors: explicit models by group (a DC motor's no-load speed ...); none: MuJoCo's servos.
             "actuators": {
                 name: {"joints": [robot.joint_names[i] for i in ids], **_actuator_settings(robot.actuators[name])}
-                for name, ids in robot.actuator_groups().items()
+                for name, ids in env.robot.actuator_groups.items()
             },
         },
         "scene": {"physics_dt": float(cfg.sim_dt), "decimation": int(cfg.decimation), "dt": env.step_dt},
