@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import os
 
+import mujoco
 import numpy as np
 import pytest
 import torch
 from omegaconf import OmegaConf
 
+from robolab.assets.loader import drive_by_torque
 from robolab.assets.robot_cfg import ActuatorCfg
 from robolab.config import build_env_cfg
 from robolab.envs import VelocityEnv
@@ -128,13 +130,13 @@ def test_a_dc_motors_torque_follows_its_torque_speed_line():
         pull = env.explicit_actuators.controls(target - big, target, vel)
         # At rest the stall torque (the limit); at half the no-load speed half of it forwards, the limit backwards;
         # beyond the no-load speed it only brakes.
-        torch.testing.assert_close(push[0], limits)
-        torch.testing.assert_close(push[1], limits * 0.5)
-        torch.testing.assert_close(pull[1], -limits)
-        torch.testing.assert_close(push[2], limits)
-        torch.testing.assert_close(pull[2], -limits * 0.5)
-        torch.testing.assert_close(push[3], torch.zeros(12))
-        torch.testing.assert_close(pull[3], -limits)
+        torch.testing.assert_close(push[0], limits, rtol=1e-6, atol=1e-5)
+        torch.testing.assert_close(push[1], limits * 0.5, rtol=1e-6, atol=1e-5)
+        torch.testing.assert_close(pull[1], -limits, rtol=1e-6, atol=1e-5)
+        torch.testing.assert_close(push[2], limits, rtol=1e-6, atol=1e-5)
+        torch.testing.assert_close(pull[2], -limits * 0.5, rtol=1e-6, atol=1e-5)
+        torch.testing.assert_close(push[3], torch.zeros(12), rtol=1e-6, atol=1e-5)
+        torch.testing.assert_close(pull[3], -limits, rtol=1e-6, atol=1e-5)
         # What a deployment reads of the simulated motors.
         described = env.io_descriptors()["articulation"]["actuators"]
         assert described == {
@@ -218,12 +220,14 @@ def test_actuator_randomisation_reaches_explicit_joints():
         hips = [0, 3, 6, 9]
         legs = [i for i in range(12) if i not in hips]
         for name in ("kp_scale", "strength_scale", "effort_scale"):
-            torch.testing.assert_close(explicit.scale(name)[:, legs], p[name][:, legs])
+            torch.testing.assert_close(explicit.scale(name)[:, legs], p[name][:, legs], rtol=0, atol=0)
             assert (explicit.scale(name)[:, hips] == 1).all()  # the servos' draws went to their model arrays
         gain = torch.as_tensor(
             np.stack([m.actuator_gainprm[env.robot.actuator_ids[hips], 0] for m in env.backend._models])
         )
-        torch.testing.assert_close(gain.float(), KP * (p["kp_scale"] * p["strength_scale"])[:, hips])
+        torch.testing.assert_close(
+            gain.float(), KP * (p["kp_scale"] * p["strength_scale"])[:, hips], rtol=1e-5, atol=1e-5
+        )
         # The effort scale caps every explicit joint at a tenth of its limit or less, whatever the PD asks.
         for _ in range(5):
             env.step(5 * torch.randn(6, 12))
@@ -303,6 +307,22 @@ def test_a_network_of_the_wrong_shape_or_no_network_file_is_refused(tmp_path):
     junk.write_text("not a network")
     with pytest.raises(ValueError, match="not a TorchScript file"):
         VelocityEnv(go2_cfg(legs=ActuatorCfg(model="network", network_path=str(junk))))
+
+
+def test_a_network_that_cannot_take_the_inputs_is_refused(tmp_path):
+    narrow = str(tmp_path / "narrow.pt")
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 1)), narrow)  # one step of history; input_idx asks for three
+    with pytest.raises(ValueError, match=r"does not take \(12, 6\) inputs \(2 x 3 steps of input_idx per joint\)"):
+        VelocityEnv(go2_cfg(legs=ActuatorCfg(model="network", network_path=narrow)))
+
+
+def test_only_a_joint_actuator_can_take_torques():
+    model = mujoco.MjModel.from_xml_string(
+        """<mujoco><worldbody><body><joint name="j" type="hinge"/><geom size="0.1"/><site name="s"/></body>
+        </worldbody><actuator><motor name="on_site" site="s" gear="0 0 0 0 0 1"/></actuator></mujoco>"""
+    )
+    with pytest.raises(ValueError, match="actuator 'on_site': an explicit actuator model drives a joint directly"):
+        drive_by_torque(model, np.array([0]))
 
 
 def test_gains_cannot_be_drawn_for_a_network(tmp_path):
