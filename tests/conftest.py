@@ -14,6 +14,9 @@ import pytest
 from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 
 ROOT = Path(__file__).resolve().parents[1]
+WITHOUT_NEPTUNE = str(ROOT / "tests" / "helpers" / "without_neptune")
+WITH_NEPTUNE = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+"""``clean_env(**WITH_NEPTUNE)``: a process that imports the real neptune."""
 TRAIN = str(ROOT / "scripts" / "train.py")
 
 
@@ -40,8 +43,12 @@ def clean_env(**extra: str) -> dict[str, str]:
         "MASTER_ADDR",
         "MASTER_PORT",
         "TORCHELASTIC",
+        "ROBOLAB_VERBOSE",  # the tests read the default (quiet) output
+        "ROBOLAB_PROGRESS",
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    # The processes run as without neptune unless a test asks for it (tests/helpers/without_neptune says why).
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (WITHOUT_NEPTUNE, os.environ.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env["OMP_NUM_THREADS"] = "1"
     env.update(extra)

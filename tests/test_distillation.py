@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run, train_cmd
+from robolab.cli.plot import read_scalars
 from test_distributed import torchrun
 
 TEACHER = "RoboLab-Velocity-Flat-Go2-Teacher-v0"
@@ -28,8 +29,8 @@ def train_teacher(log_root: str) -> Path:
 
 
 def behavior_losses(run_dir: Path) -> list[float]:
-    lines = (run_dir / "console.log").read_text().splitlines()
-    return [float(line.split(":")[1]) for line in lines if "Mean behavior loss" in line]
+    """The behaviour loss of every iteration, in order, from the run's TensorBoard events (resumes included)."""
+    return [value for _, _, value in sorted(read_scalars(str(run_dir))["Loss/behavior"])]
 
 
 @pytest.mark.slow

@@ -244,7 +244,7 @@ def test_a_dead_or_stopped_peer_ends_the_survivor_within_the_timeout_in_one_line
     procs = launch_by_hand([torchrun_vars(0), torchrun_vars(1)], [args, args], tmp_path)
     deadline = time.time() + 120
     seen = ""
-    while "Learning iteration 1" not in seen and time.time() < deadline:  # training is under way on rank 0
+    while "[robolab] it 2/" not in seen and time.time() < deadline:  # training is under way on rank 0
         line = procs[0].stdout.readline()
         seen += line
         assert line or procs[0].poll() is None, "rank 0 ended early"

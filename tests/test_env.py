@@ -32,7 +32,7 @@ def test_env_is_an_rsl_rl_vecenv_with_policy_and_critic_groups():
     assert obs["policy"].shape == (8, 48)
     assert obs["critic"].shape == (8, 54)  # + friction, added mass, 4 foot contacts
     assert env.max_episode_length == 1000  # 20 s at 50 Hz
-    assert env.step_dt == pytest.approx(0.02)
+    assert env.step_dt == pytest.approx(0.02, rel=1e-6)
 
 
 def test_same_seed_same_trajectory_different_seed_differs():

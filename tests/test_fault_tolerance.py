@@ -149,7 +149,7 @@ def test_workers_whose_launcher_was_killed_stop_with_their_checkpoint(tmp_path):
         "distributed.timeout_s=30",
     ]  # fmt: skip
     launcher = subprocess.Popen(cmd, env=clean_env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    read_until(launcher, "Learning iteration 5")
+    read_until(launcher, "[robolab] it 6/")
     workers = worker_pids(launcher.pid)
     assert len(workers) == 2
     launcher.kill()
@@ -182,7 +182,7 @@ def test_a_run_killed_at_a_random_moment_resumes_with_its_records_intact(tmp_pat
     job = [TRAIN, *TINY, "--max_iterations", "40", "--log_root", str(log_root), "--run_name", "k", "--resume", "auto"]
     first = subprocess.Popen([sys.executable, *job], env=clean_env(), stdout=subprocess.PIPE, text=True)
     if rng.random() < 0.75:  # most kills once training is under way (saves every iteration), the others at start-up
-        while "Learning iteration" not in (first.stdout.readline() or "Learning iteration"):
+        while "[robolab] it " not in (first.stdout.readline() or "[robolab] it "):
             pass
     time.sleep(rng.uniform(0.1, 3.0))
     first.kill()

@@ -46,7 +46,7 @@ def test_the_g1_has_unitrees_29_joints_in_sdk_order_and_its_published_mass(g1):
     for joint, act in zip(JOINTS, g1.actuator_ids):
         jid = model.joint(joint).id
         assert model.actuator_forcerange[act, 1] == motor(joint).effort
-        assert model.dof_armature[model.jnt_dofadr[jid]] == pytest.approx(motor(joint).armature)
+        assert model.dof_armature[model.jnt_dofadr[jid]] == pytest.approx(motor(joint).armature, rel=1e-6)
     assert {motor(j).effort for j in LEG_JOINTS} == {88.0, 139.0, 50.0}
     assert set(MOTORS) >= {"7520-14", "7520-22", "5020", "4010"}
 
@@ -116,14 +116,16 @@ def test_biped_air_time_pays_single_support_up_to_the_threshold_only_while_movin
 
 def test_feet_slide_counts_only_feet_on_the_ground():
     velocity = torch.tensor([[[3.0, 4.0, 9.0], [1.0, 0.0, 0.0]]])
-    assert kernels.feet_slide(velocity, torch.tensor([[True, False]])).item() == pytest.approx(5.0)  # z ignored
+    assert kernels.feet_slide(velocity, torch.tensor([[True, False]])).item() == pytest.approx(
+        5.0, rel=1e-6
+    )  # z ignored
 
 
 def test_joint_deviation_and_limits_in_radians():
     q = torch.tensor([[0.1, -0.2, 0.5]])
-    assert kernels.joint_deviation_l1(q, torch.zeros(3)).item() == pytest.approx(0.8)
+    assert kernels.joint_deviation_l1(q, torch.zeros(3)).item() == pytest.approx(0.8, rel=1e-6)
     lo, hi = torch.tensor([0.0, 0.0, -1.0]), torch.tensor([1.0, 1.0, 0.3])
-    assert kernels.joint_pos_limits(q, lo, hi).item() == pytest.approx(0.2 + 0.2)
+    assert kernels.joint_pos_limits(q, lo, hi).item() == pytest.approx(0.2 + 0.2, rel=1e-6)
 
 
 def test_joint_terms_select_joints_by_pattern_and_name_a_pattern_that_matches_none():

@@ -98,7 +98,7 @@ def test_a_run_is_held_by_one_job_and_a_dead_holder_lets_a_restart_in(tmp_path):
     holder = subprocess.Popen(
         train_cmd(*job, "--max_iterations", "100000"), env=clean_env(), stdout=subprocess.PIPE, text=True
     )
-    read_until(holder, "Learning iteration 3")  # it trains, and has checkpoints
+    read_until(holder, "[robolab] it 4/")  # it trains, and has checkpoints
     try:
         (run_dir,) = run_dirs(logs)
         # a second start of the same job, and one naming the run directory: refused, naming the holder
@@ -115,7 +115,7 @@ def test_a_run_is_held_by_one_job_and_a_dead_holder_lets_a_restart_in(tmp_path):
     (run_dir / "params" / "env.yaml.zzzz9999.tmp").write_text("partial")
     # the restarted job takes the run over and clears what the killed save left
     restarted = subprocess.Popen(train_cmd(*job), env=clean_env(), stdout=subprocess.PIPE, text=True)
-    seen = read_until(restarted, "Learning iteration")
+    seen = read_until(restarted, "[robolab] it ")
     restarted.send_signal(signal.SIGTERM)
     out, _ = restarted.communicate(timeout=60)
     assert restarted.returncode == 0 and "rank 0: resumed" in seen + out
@@ -241,16 +241,17 @@ def test_play_refuses_code_named_by_a_run_directory_and_imports_nothing(tmp_path
 @pytest.mark.slow
 def test_sigterm_during_a_long_update_ends_the_run_within_seconds_with_the_last_complete_iteration(tmp_path):
     logs = tmp_path / "logs"
-    # an update of 64000 minibatch steps: a minute or more
-    args = [*TINY, "--log_root", str(logs), "--max_iterations", "100", "agent.save_interval=100"]
+    assert run(train_cmd(*TINY, "--log_root", str(logs), "--max_iterations", "1")).returncode == 0  # model_0
+    # resumed with an update of 64000 minibatch steps (a minute or more) from iteration 1 on
+    args = [*TINY, "--log_root", str(logs), "--max_iterations", "100", "--resume", "latest", "agent.save_interval=100"]
     job = subprocess.Popen(
         train_cmd(*args, "agent.algorithm.num_learning_epochs=1000", "agent.algorithm.num_mini_batches=64"),
         env=clean_env(),
         stdout=subprocess.PIPE,
         text=True,
     )
-    read_until(job, "Learning iteration 0")
-    time.sleep(1.0)  # iteration 1's update is under way
+    read_until(job, "[robolab] resuming at iteration 1")
+    time.sleep(2.0)  # iteration 1's rollout (16 envs x 8 steps) is done, its update under way
     stopped = time.time()
     job.send_signal(signal.SIGTERM)
     out, _ = job.communicate(timeout=60)

@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import ROOT, TINY, clean_env, run, train_cmd
+from conftest import ROOT, TINY, WITH_NEPTUNE, clean_env, run, train_cmd
 from robolab import runs
 from robolab.cli.train import build_parser, parse_flags
 
@@ -187,7 +187,7 @@ def test_isaaclab_log_layout_names_io_descriptors_and_agent_entry_point(tmp_path
         "base_ang_vel",
         "projected_gravity",
     ]
-    assert io["scene"]["dt"] == pytest.approx(env["sim_dt"] * env["decimation"])
+    assert io["scene"]["dt"] == pytest.approx(env["sim_dt"] * env["decimation"], rel=1e-6)
     # --agent rsl_rl_amp_cfg_entry_point trained the task's AMP agent
     agent = yaml.safe_load((run_dir / "params" / "agent.yaml").read_text())
     assert agent["algorithm"]["class_name"].endswith("PPOAMP")
@@ -196,7 +196,7 @@ def test_isaaclab_log_layout_names_io_descriptors_and_agent_entry_point(tmp_path
 
 
 def test_missing_logger_settings_fail_before_any_work(tmp_path):
-    res = run(train_cmd(*TINY, "--logger", "neptune", "--log_root", str(tmp_path)))
+    res = run(train_cmd(*TINY, "--logger", "neptune", "--log_root", str(tmp_path)), env=clean_env(**WITH_NEPTUNE))
     assert res.returncode == 2
     assert "--logger neptune: set NEPTUNE_API_TOKEN and NEPTUNE_USERNAME" in res.stderr
     assert not os.path.exists(tmp_path / "go2_flat")

@@ -16,11 +16,13 @@ from robolab.config import build_env_cfg, compose
 from robolab.launch import TrainOptions
 
 COMPOSE = ROOT / "docker" / "docker-compose.yaml"
+PROFILES = ["--profile", "multinode", "--profile", "cpu", "--profile", "cpu-multinode"]
+GPU_SERVICES = {"train": "train-cpu", "train-node": "train-node-cpu"}  # each GPU service and its CPU twin
 
 
 def compose_config(**variables: str) -> dict:
     res = subprocess.run(
-        ["docker-compose", "-f", str(COMPOSE), "--profile", "multinode", "config"],
+        ["docker-compose", "-f", str(COMPOSE), *PROFILES, "config"],
         capture_output=True,
         text=True,
         env=clean_env(**variables),
@@ -30,12 +32,20 @@ def compose_config(**variables: str) -> dict:
     return yaml.safe_load(res.stdout)
 
 
-def check_train_command(command: str) -> None:
-    """Parse ``sh -c "torchrun ... scripts/train.py ..."`` the way torchrun and train.py would."""
-    argv = shlex.split(command)
-    assert argv[:2] == ["sh", "-c"]
-    inner = shlex.split(argv[2])
-    assert inner[0] == "torchrun"
+def container_argv(command: str, **container_env: str) -> list[str]:
+    """The argv that ``sh -c "torchrun ..."`` starts in the container (``docker-compose config`` prints ``$`` as
+    ``$$``; the shell then expands what is left, with the container's environment)."""
+    argv = shlex.split(command.replace("$$", "$"))
+    assert argv[:2] == ["sh", "-c"] and argv[2].startswith("torchrun ")
+    script = "printf '%s\\0' " + argv[2][len("torchrun ") :]  # the arguments torchrun would get, one per NUL
+    res = subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=clean_env(**container_env))
+    assert res.returncode == 0, res.stderr
+    return ["torchrun", *res.stdout.split("\0")[:-1]]
+
+
+def check_train_command(command: str, **container_env: str) -> tuple:
+    """Parse ``sh -c "torchrun ... scripts/train.py ..."`` the way the shell, torchrun and train.py would."""
+    inner = container_argv(command, **container_env)
     launch = get_args_parser().parse_args(inner[1:])  # exits on anything torchrun would reject
     assert launch.training_script == "scripts/train.py" and (ROOT / launch.training_script).is_file()
     args, overrides = build_parser().parse_known_args(launch.training_script_args)
@@ -59,15 +69,22 @@ def test_compose_file_validates_and_its_commands_parse():
     )["services"]
     launch, args = check_train_command(services["train"]["command"])
     assert launch.standalone and launch.nproc_per_node == "2" and args.num_envs == 64
-    launch, args = check_train_command(services["train-node"]["command"])
+    launch, args = check_train_command(services["train-node"]["command"], LOCAL_ADDR="10.1.2.4")
     assert launch.nnodes == "2" and launch.node_rank == 1 and launch.rdzv_endpoint == "10.1.2.3:29400"
+    assert launch.local_addr == "10.1.2.4"
     assert args.resume == "auto" and args.run_name == "exp7"
+    assert set(services) == {*GPU_SERVICES, *GPU_SERVICES.values()}
     for name, service in services.items():
         assert "ports" not in service, f"{name} publishes a port"
         assert service["shm_size"] in ("16gb", 17179869184)
-        devices = service["deploy"]["resources"]["reservations"]["devices"][0]
+    for gpu, cpu in GPU_SERVICES.items():
+        devices = services[gpu]["deploy"]["resources"]["reservations"]["devices"][0]
         assert devices["capabilities"] == ["gpu"] and devices["count"] == "all"
-    assert services["train-node"]["network_mode"] == "host"
+        # the CPU twin runs the same command with no GPU reservation (docker refuses one without NVIDIA's runtime)
+        assert "deploy" not in services[cpu] and services[cpu]["command"] == services[gpu]["command"]
+        # NCCL's pinned memory wants no memlock cap; a host with a lower hard limit refuses it, so gloo asks none
+        assert services[gpu]["ulimits"]["memlock"] == -1 and "memlock" not in services[cpu]["ulimits"]
+    assert services["train-node"]["network_mode"] == services["train-node-cpu"]["network_mode"] == "host"
 
 
 def test_compose_passes_nccl_knobs_through_only_when_set():
@@ -79,13 +96,27 @@ def test_compose_passes_nccl_knobs_through_only_when_set():
 
 def test_default_compose_command_parses_without_any_variables():
     services = compose_config()["services"]
-    check_train_command(services["train"]["command"])
-    check_train_command(services["train-node"]["command"])
+    for name in (*GPU_SERVICES, *GPU_SERVICES.values()):
+        launch, _ = check_train_command(services[name]["command"])
+        # torchrun's "auto": a rank per GPU on a GPU node, per core on a CPU node ("gpu" fails without CUDA)
+        assert launch.nproc_per_node == "auto", name
+        assert launch.local_addr is None, name  # no LOCAL_ADDR: torchrun finds the node's address itself
 
 
 def test_dockerfile_runs_as_a_non_root_user_with_a_logs_volume():
     text = (ROOT / "docker" / "Dockerfile").read_text()
     assert "USER robolab" in text and 'VOLUME ["/logs"]' in text and "torch==${TORCH_VERSION}" in text
+
+
+def test_the_docker_build_context_leaves_out_what_the_image_does_not_need():
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    for heavy in (".venv", "logs", ".git", "docs", "tests"):  # the build context was 2.3 GB with .venv
+        assert heavy in ignored, heavy
+    lines = (ROOT / "docker" / "Dockerfile").read_text().splitlines()
+    copied = [source for line in lines if line.startswith("COPY ") for source in line.split()[1:-1]]
+    assert "source" in copied and "docker/wheels/" in copied
+    for source in copied:
+        assert source.rstrip("/") not in ignored and (ROOT / source).exists(), source
 
 
 @pytest.mark.parametrize(

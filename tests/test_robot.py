@@ -32,7 +32,7 @@ def test_go2_has_actuated_joints_limits_sensors_and_home_key():
         geom = m.body_geomadr[body]
         assert m.geom_type[geom] == mujoco.mjtGeom.mjGEOM_SPHERE
     assert m.nkey == 1 and mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, "home") == 0
-    assert m.opt.timestep == pytest.approx(0.005)
+    assert m.opt.timestep == pytest.approx(0.005, rel=1e-6)
 
 
 def test_go2_stands_on_its_feet_under_pd_hold():

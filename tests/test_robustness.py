@@ -352,3 +352,32 @@ def test_nan_watch_names_the_first_output_with_nan_once_per_collection():
         watch.add(*step(nan_in))
     with pytest.raises(ValueError, match=r"The observation group 'critic' returned by the environment contains NaN"):
         watch.check()
+
+
+@pytest.mark.slow
+def test_a_judged_checkpoint_runs_under_the_judges_commands_and_seed_not_the_saved_env_state(tmp_path):
+    """A checkpoint keeps the env's curriculum state and random streams for a resume (command ranges, terrain
+    levels); play, sim2sim and time_to_walk must not restore them over their own settings. Before, the saved ranges
+    replaced play's: ``--terrain_eval`` sent every robot the training's random commands instead of 1 m/s ahead."""
+    from robolab.cli import open_policy, parse_policy_flags
+    from robolab.cli.play import build_parser
+
+    logs = str(tmp_path / "logs")
+    assert run(train_cmd(*TINY, "--max_iterations", "1", "--log_root", logs)).returncode == 0
+    saved = torch.load(next(Path(logs).glob("*/*/model_0.pt")), weights_only=True)["env_state"][0]
+    assert saved["command.base_velocity.lin_vel_x"].tolist() == [-1.0, 1.0]  # the training's ranges are kept
+
+    def judged(*overrides: str) -> torch.Tensor:
+        args, rest, device = parse_policy_flags(build_parser(), ["--log_root", logs, "--num_envs", "8", *overrides])
+        session = open_policy(args, rest, device)
+        with session.closer, torch.inference_mode():
+            session.env.reset()
+            return session.env.command("base_velocity").clone()
+
+    command = "env.commands.base_velocity.params"
+    straight = judged(f"{command}.lin_vel_x=[0.7,0.7]", f"{command}.lin_vel_y=[0,0]", f"{command}.ang_vel_z=[0,0]",
+                      f"{command}.standing_fraction=0")  # fmt: skip
+    assert torch.allclose(straight, torch.tensor([0.7, 0.0, 0.0]).expand(8, 3), atol=1e-6)
+    # the judge's --seed decides its draws, not the random streams saved with the checkpoint
+    torch.testing.assert_close(judged("--seed", "3"), judged("--seed", "3"), rtol=0, atol=0)
+    assert not torch.allclose(judged("--seed", "3"), judged("--seed", "4"), atol=1e-3)

@@ -100,12 +100,24 @@ PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
                 subprocess.run(["kill", pid_file.read_text().strip()], capture_output=True)
 
     def sbatch(self, *args: str, launch: str = "srun", wait: bool = True) -> int:
+        """Submit; with ``wait``, return once the job ended COMPLETED. (``sbatch --wait`` polls with a growing
+        interval, up to half a minute after the job ended: this polls every 0.3 s.)"""
         env = {**self.env, "LAUNCH": launch, "MASTER_PORT": str(free_port())}
-        cmd = ["sbatch", "--parsable", *(["--wait"] if wait else []), *args]
-        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)  # as documented
+        cmd = ["sbatch", "--parsable", *args]
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
         job = int(res.stdout.strip().split(";")[0]) if res.stdout.strip() else -1
-        assert res.returncode == 0, f"{cmd}: {res.stderr}\n{self.output(job)[-3000:]}"
+        assert res.returncode == 0, f"{cmd}: {res.stderr}"
+        if wait:
+            state = self.wait_for_end(job)
+            assert state == "COMPLETED", f"{cmd}: {state}\n{self.output(job)[-3000:]}"
         return job
+
+    def wait_for_end(self, job: int, timeout: float = 600) -> str:
+        deadline = time.monotonic() + timeout
+        while (state := self.state(job)) in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "UNKNOWN"):
+            assert time.monotonic() < deadline, f"job {job} still {state}: {self.output(job)[-3000:]}"
+            time.sleep(0.3)
+        return state
 
     def output(self, job: int) -> str:
         path = self.root / f"slurm-{job}.out"
@@ -186,7 +198,7 @@ def test_a_requeued_job_resumes_its_own_checkpoint(slurm, tmp_path):
     deadline = time.monotonic() + 400
     while slurm.state(job) != "COMPLETED":
         assert time.monotonic() < deadline and slurm.state(job) not in ("FAILED", "CANCELLED"), slurm.output(job)
-        time.sleep(1)
+        time.sleep(0.3)
     runs = [r for r in (tmp_path / "go2_flat").iterdir() if r.is_dir()]
     assert len(runs) == 1, runs  # the same run folder, continued
     sessions = (runs[0] / "sessions.jsonl").read_text().splitlines()

@@ -6,6 +6,8 @@ import time
 
 import torch
 
+from robolab import console
+
 
 def eval_overrides(task: str, num_envs: int, seed: int | None) -> list[str]:
     """The evaluation conditions of ``task``'s kind (``TaskKind.eval_overrides``) with its env count and seed."""
@@ -26,19 +28,21 @@ def tracking_error(env) -> torch.Tensor:
     return torch.linalg.norm(lin_vel - command, dim=-1)
 
 
-def evaluate(env, policy, steps: int | None, real_time: bool = False, on_step=None) -> dict:
+def evaluate(env, policy, steps: int | None, real_time: bool = False, on_step=None, desc: str = "evaluating") -> dict:
     """Roll out the deterministic policy; tracking error over all env steps, falls per env.
 
     A recurrent policy's memory is reset for the envs whose episode ended (as Isaac Lab's play does), so each
     episode starts from a blank memory. ``real_time`` paces the loop at the control rate; ``on_step(env, errors)``
-    sees every step (a viewer). ``steps=None`` runs until interrupted (Ctrl-C).
+    sees every step (a viewer). ``steps=None`` runs until interrupted (Ctrl-C). A progress bar named ``desc``
+    shows the steps (``robolab.console.progress``), except in real time, where someone is watching already.
     """
     obs = env.get_observations()
     fell = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
     reset_memory = getattr(policy, "reset", None)
     errors = []
     done_steps = 0
-    with torch.inference_mode():
+    bar = console.progress(steps, desc, enabled=not real_time)
+    with torch.inference_mode(), bar:
         try:
             while steps is None or done_steps < steps:
                 start = time.perf_counter()
@@ -49,6 +53,7 @@ def evaluate(env, policy, steps: int | None, real_time: bool = False, on_step=No
                 errors.append(tracking_error(env))
                 fell |= dones.bool() & ~extras["time_outs"].bool()
                 done_steps += 1
+                bar.update()
                 if on_step is not None:
                     on_step(env, errors[-1])
                 if real_time:

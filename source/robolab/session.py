@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from robolab import distributed, files, runs, tasks
+from robolab import console, distributed, files, runs, tasks
 from robolab.config import ConfigError, agent_dict, compose, plain, saved_agent_dict
 from robolab.distributed import DistributedContext
 from robolab.launch import DEFAULT_AGENT, TrainOptions, VideoOptions, log_writer_cfg
@@ -135,15 +135,16 @@ def build_runner(env, agent: dict, job: Job, task: str | None = None):
     """The runner class ``agent["runner_class_name"]`` names, on this rank (no log directory yet)."""
     check_obs_groups(env, agent, task)
     check_batch(env, agent, job)
-    return resolve_callable(agent["runner_class_name"])(
-        env,
-        agent,
-        log_dir=None,
-        device=job.device,
-        dist_ctx=job.ctx,
-        check_replication_every=int(job.cfg.distributed.check_replication_every),
-        task_id=task,
-    )
+    with console.library_chatter():  # rsl_rl prints the observation sets and both networks
+        return resolve_callable(agent["runner_class_name"])(
+            env,
+            agent,
+            log_dir=None,
+            device=job.device,
+            dist_ctx=job.ctx,
+            check_replication_every=int(job.cfg.distributed.check_replication_every),
+            task_id=task,
+        )
 
 
 def share_cpu_cores(env_cfg, ctx: DistributedContext) -> None:
@@ -428,7 +429,7 @@ def prepare_policy(
         env_cfg = env_config(task, job, saved_env)
         env, _ = open_env(task, env_cfg, job, closer, video, launcher, agent.get("clip_actions"))
         runner = build_runner(env, agent, job, task)
-        runner.load(ckpt, map_location=job.device)
+        runner.load(ckpt, map_location=job.device, resume=False)  # the evaluation's own commands, terrain and seed
         closer = closer.pop_all()
     return PolicySession(env, runner, ckpt, closer)
 

@@ -211,7 +211,7 @@ def gait_patterns(*env_cfgs) -> tuple[dict[str, list[list[str]]], list[str]]:
     return {}, []
 
 
-def judge(env, policy, steps: int, gaits: dict[str, list[list[str]]], feet: list[str]) -> dict:
+def judge(env, policy, steps: int, gaits: dict[str, list[list[str]]], feet: list[str], desc: str = "judging") -> dict:
     """Tracking error and fall rate (``evaluation.evaluate``) and the share of steps showing each gait pattern."""
     from robolab import evaluation
     from robolab.envs.gaits import GaitScores
@@ -223,7 +223,7 @@ def judge(env, policy, steps: int, gaits: dict[str, list[list[str]]], feet: list
         nonlocal totals
         totals = totals + scores(foot_contact(e, feet)).float().mean(dim=0)
 
-    result = evaluation.evaluate(env, policy, steps, on_step=count)
+    result = evaluation.evaluate(env, policy, steps, on_step=count, desc=desc)
     result["gait_scores"] = {name: round(float(v) / steps, 4) for name, v in zip(scores.names, totals, strict=True)}
     return result
 

@@ -22,6 +22,7 @@ import csv
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -34,7 +35,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from robolab import checkpoint
+from robolab import checkpoint, console
 from robolab.config import config_source, hydra_overrides, split_preset_tokens, task_config, user_overrides
 from robolab.rl_cfg import register_schemas
 
@@ -68,7 +69,7 @@ FORWARDED = (
     "teacher_checkpoint",
 )
 """``train.py`` flags with a value that every sweep job gets as given."""
-FORWARDED_SWITCHES = ("headless", "video", "export_io_descriptors", "enable_cameras")
+FORWARDED_SWITCHES = ("headless", "video", "export_io_descriptors", "enable_cameras", "verbose")
 NOT_IN_SWEEPS = ("resume", "load_run", "checkpoint")
 """Flags a sweep refuses: each point trains a new run under its own log root (resume one with its run directory)."""
 SWEEP_ONLY = ("nproc_per_node", "jobs_per_node", "sweep_dir")
@@ -117,8 +118,11 @@ def run_job(args: argparse.Namespace, cfg: DictConfig) -> dict[str, Any]:
     sweep_dir = Path(hc.sweep.dir)
     with job_slot(sweep_dir, jobs_per_node(args)) as slot, open(job_dir / "train.log", "w") as log:
         env, devices = child_env(slot, gpus_per_job(args), visible_gpus())
+        print(f"[robolab] sweep job {hc.job.num} ({' '.join(overrides)}): started; log {job_dir / 'train.log'}")
         started = time.time()
-        returncode = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        # side by side, several bars would overwrite each other: a bar only for jobs run one at a time
+        returncode = follow_iterations(child, job_dir / "train.log", f"job {hc.job.num}", jobs_per_node(args) == 1)
         ended = time.time()
     run_dir = checkpoint.latest_run(str(job_dir / "logs" / (args.experiment_name or cfg.agent.experiment_name)))
     result: dict[str, Any] = {
@@ -142,6 +146,27 @@ def run_job(args: argparse.Namespace, cfg: DictConfig) -> dict[str, Any]:
     (job_dir / RESULT_FILE).write_text(json.dumps(result, indent=2) + "\n")
     print(f"[robolab] sweep job {result['job']} ({result['overrides']}): {result['status']}")
     return result
+
+
+ITERATION_LINE = re.compile(r"^\[robolab\] it (\d+)/(\d+) ", re.MULTILINE)
+
+
+def follow_iterations(child: subprocess.Popen, log: Path, desc: str, show: bool, poll_s: float = 0.5) -> int:
+    """Wait for the job ``child``; meanwhile a progress bar of its iterations, read from its quiet iteration lines
+    in ``log`` (``robolab.runners.logger``). Returns its exit code."""
+    with console.progress(None, desc, unit="it", enabled=show) as bar, open(log, errors="replace") as lines:
+        while True:
+            returncode = child.poll()
+            found = ITERATION_LINE.findall(lines.read())
+            if found:
+                done, total = map(int, found[-1])
+                if bar.total != total:
+                    bar.total = total
+                    bar.refresh()
+                bar.update(done - bar.n)
+            if returncode is not None:
+                return returncode
+            time.sleep(poll_s)
 
 
 class SweepSummary(Callback):

@@ -16,6 +16,7 @@ import math
 
 import torch
 
+from robolab import console
 from robolab.envs.math import heading, quat_rotate, yaw_quat
 
 EVAL_TERRAIN_SEED = 1000
@@ -93,7 +94,7 @@ def evaluate_on_terrain(env, policy, friction: float | None = EVAL_FRICTION) -> 
         falls = [*(t.name for t in env.termination_terms if not t.cfg.time_out), "diverged"]
         fell_by = torch.zeros(env.num_envs, len(falls), dtype=torch.bool, device=env.device)
         reset_memory = getattr(policy, "reset", None)
-        for _ in range(int(env.max_episode_length)):
+        for _ in console.progress_over(range(int(env.max_episode_length)), "terrain evaluation"):
             obs, _, dones, extras = env.step(policy(obs))
             if reset_memory is not None:
                 reset_memory(dones)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from robolab import console
 from robolab.assets.robot_cfg import RobotCfg
 from robolab.errors import all_lines
 from robolab.terrains.generator import TerrainMap
@@ -51,6 +52,7 @@ def load_robot(cfg: RobotCfg, timestep: float = 0.005, terrain: TerrainMap | Non
     """Compile the robot with robolab's sensors: net contact force per body, joint torques, foot positions; on a
     generated ``terrain`` (a height field in place of the floor plane) when one is given."""
     _check_values(cfg)
+    console.route_mujoco_warnings()  # not to MUJOCO_LOG.TXT in the working directory
     spec = _load_spec(cfg)
     if terrain is not None:
         replace_floor(spec, terrain)

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from robolab import distributed, files, runs, tasks
+from robolab import console, distributed, files, runs, tasks
 from robolab.config import is_number
 
 # What a bad input, a bad file or a full or read-only disk raises (robolab's own errors are ValueErrors).
@@ -78,6 +78,14 @@ class ArgumentParser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
+        self.add_argument(
+            "--verbose", action="store_true", help="print everything (rsl_rl's iteration block, the networks, warp)"
+        )
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        parsed, rest = super().parse_known_args(args, namespace)
+        console.set_verbose(getattr(parsed, "verbose", False))  # before any library is set up
+        return parsed, rest
 
     def error(self, message: str):  # type: ignore[override]
         raise ValueError(f"{self.prog}: {message}")
@@ -182,7 +190,9 @@ def parser_with_isaaclab_launch_flags(**kwargs) -> argparse.ArgumentParser:
         add_launcher_args(launcher)
     p = ArgumentParser(parents=[launcher] if launcher else [], conflict_handler="resolve", **kwargs)
     flags = {a.dest: a.default for a in launcher._actions if a.option_strings} if launcher else {}
-    p.set_defaults(isaaclab_launcher_flags={k: v for k, v in flags.items() if k not in ("help", "device")})
+    # --verbose is robolab's own (every program has it), and reaches Isaac Lab's launcher too
+    own = ("help", "device", "verbose")
+    p.set_defaults(isaaclab_launcher_flags={k: v for k, v in flags.items() if k not in own})
     return p
 
 
@@ -203,6 +213,8 @@ def isaaclab_launcher_args(args: argparse.Namespace) -> dict[str, object]:
     }
     if given and not tasks.kind_of(args.task).launcher_flags:
         raise ValueError(f"--{next(iter(given))}: an Isaac Lab launch flag; {args.task} is not an Isaac Lab task")
+    if args.verbose and tasks.kind_of(args.task).launcher_flags:
+        given["verbose"] = True
     return {"headless": args.headless, "enable_cameras": args.enable_cameras, **given}
 
 

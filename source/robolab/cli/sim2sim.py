@@ -5,15 +5,17 @@
 
 Both runs use the same env count, seed and number of steps, without observation noise or pushes. Arguments
 without -- are Hydra overrides of the target env. The result is printed as a table and written as JSON
-(``<run>/sim2sim/<target>.json`` unless ``--output``).
+(``<run>/sim2sim/<checkpoint>_<target>[_<what differs>].json`` unless ``--output``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
+import re
 import sys
 
 from robolab import evaluation, files, sim2sim, tasks
@@ -39,7 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=positive_int, default=None, help="control steps in each env (default: one episode)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
-    p.add_argument("--output", default=None, help="the JSON file (default: <run>/sim2sim/<target>.json)")
+    p.add_argument(
+        "--output",
+        default=None,
+        help="the JSON file (default: <run>/sim2sim/<checkpoint>_<target>[_<what differs>].json, see result_name)",
+    )
     p.add_argument(
         "--video", action="store_true", help="record env 0 in both simulators (<run>/sim2sim/videos/<side>_<task>/)"
     )
@@ -73,6 +79,7 @@ def run(argv: list[str] | None = None) -> dict:
 
     # Every input is checked before the source run, which takes minutes: the target task (an Isaac Lab one needs
     # Isaac Lab installed), its overrides and its env config.
+    user_overrides = list(target_overrides)
     target_eval = evaluation.eval_overrides(args.target, args.num_envs, args.seed)
     job = join(args.target, target_eval + target_overrides, device, False)
     target_cfg = env_config(args.target, job)
@@ -97,7 +104,7 @@ def run(argv: list[str] | None = None) -> dict:
         source_interface = sim2sim.interface_of(args.task, source.env)
         steps = args.steps or int(source.env.max_episode_length)
         env = recorded(source.env, args, args.task, video_dir(source.checkpoint, "source", args.task), source.closer)
-        in_source = sim2sim.judge(env, policy, steps, gaits, feet)
+        in_source = sim2sim.judge(env, policy, steps, gaits, feet, desc=f"source {args.task}")
     policy.reset()
     with contextlib.ExitStack() as closer:
         target_video = isaaclab_video("target", args.target, source.checkpoint)
@@ -105,7 +112,7 @@ def run(argv: list[str] | None = None) -> dict:
         env = recorded(env, args, args.target, video_dir(source.checkpoint, "target", args.target), closer)
         target_interface = sim2sim.interface_of(args.target, env)
         mapped = sim2sim.MappedPolicy(policy, source_interface, target_interface, device)
-        in_target = sim2sim.judge(env, mapped, steps, gaits, feet)
+        in_target = sim2sim.judge(env, mapped, steps, gaits, feet, desc=f"target {args.target}")
     result = {
         "checkpoint": source.checkpoint,
         "source": {"task": args.task, **in_source},
@@ -121,11 +128,30 @@ def run(argv: list[str] | None = None) -> dict:
             "target": sim2sim.describe(target_interface),
         },
     }
-    output = args.output or os.path.join(os.path.dirname(source.checkpoint), "sim2sim", f"{args.target}.json")
+    name = result_name(args, source.checkpoint, user_overrides)
+    output = args.output or os.path.join(os.path.dirname(source.checkpoint), "sim2sim", name)
     files.write_text_atomic(output, json.dumps(result, indent=2) + "\n")
     print(table(result))
     print(f"[robolab] sim2sim: {output}")
     return result
+
+
+def result_name(args: argparse.Namespace, checkpoint_path: str, overrides: list[str]) -> str:
+    """The default JSON file name: the checkpoint, the target, and whatever else differs from the defaults (the
+    target's overrides, perturbations, seed, env count, steps), so two different judgements never share a file.
+    Characters a file name should not hold become ``_``; a name over 150 characters ends in a hash of the whole."""
+    defaults = build_parser()
+    parts = [os.path.splitext(os.path.basename(checkpoint_path))[0], args.target, *overrides]
+    parts += [f"{k}={getattr(args, k)}" for k in sim2sim.PERTURBATIONS if getattr(args, k) is not None]
+    parts += [
+        f"{k}={getattr(args, k)}" for k in ("seed", "num_envs", "steps") if getattr(args, k) != defaults.get_default(k)
+    ]
+    if args.task != defaults.get_default("task"):
+        parts.insert(1, f"from_{args.task}")
+    name = re.sub(r"[^A-Za-z0-9._=+-]+", "_", "_".join(parts))
+    if len(name) > 150:
+        name = f"{name[:140]}_{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+    return f"{name}.json"
 
 
 def recorded(env, args: argparse.Namespace, task: str, directory: str, closer: contextlib.ExitStack):

@@ -15,7 +15,7 @@ import sys
 
 import torch
 
-from robolab import checkpoint, evaluation
+from robolab import checkpoint, console, evaluation
 from robolab.cli import (
     ArgumentParser,
     add_checkpoint_selection,
@@ -52,11 +52,13 @@ def time_to_walk(argv: list[str] | None = None) -> dict:
     judged, first = [], None
     with session.closer:
         runner, env = session.runner, session.env
-        for path in checkpoint.all_checkpoints(run_dir):
-            runner.load(path, map_location=device)
+        paths = checkpoint.all_checkpoints(run_dir)
+        for path in console.progress_over(paths, "checkpoints", unit="checkpoint"):
+            runner.load(path, map_location=device, resume=False)
             with torch.inference_mode():  # the env's buffers are inference tensors after an evaluation
                 env.reset()  # each checkpoint starts from fresh episodes
-            result = evaluation.evaluate(env, runner.get_inference_policy(device=device), int(env.max_episode_length))
+            policy = runner.get_inference_policy(device=device)
+            result = evaluation.evaluate(env, policy, int(env.max_episode_length), desc=os.path.basename(path))
             walks = result["lin_vel_tracking_error"] <= args.max_error and result["fall_rate"] <= args.max_fall_rate
             row = {
                 "iteration": checkpoint.checkpoint_iteration(path),

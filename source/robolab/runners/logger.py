@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from robolab import distributed
+from robolab import console, distributed
 from robolab.distributed import DistributedContext
 from robolab.rsl_rl_api import Logger as RslRlLogger
 from robolab.rsl_rl_api import LogWriter
@@ -27,6 +27,33 @@ LENGTH_KEY = "Train/mean_episode_length"
 EXTRINSIC_KEY = "Rnd/mean_extrinsic_reward"
 INTRINSIC_KEY = "Rnd/mean_intrinsic_reward"
 RECENT_EPISODES = 100  # rewards and lengths are averaged over each rank's last 100 episodes, as rsl_rl does
+
+# The quiet iteration line: (statistic, label, format), each shown when it was logged.
+QUIET_STATISTICS = (
+    (REWARD_KEY, "reward", "{:.2f}"),
+    (LENGTH_KEY, "episode", "{:.0f} steps"),
+    ("Metrics/lin_vel_tracking_error", "tracking", "{:.3f} m/s"),
+    ("Metrics/fall_rate", "falls", "{:.1%}"),
+    ("Curriculum/terrain_level", "terrain level", "{:.2f}"),
+)
+
+
+def _si(value: float) -> str:
+    """1234567 -> "1.23M", 45678 -> "45.7k", 512 -> "512"."""
+    for factor, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= factor:
+            return f"{value / factor:.3g}{suffix}"
+    return f"{value:.0f}"
+
+
+def unit_of(key: str) -> str:
+    """What a logged number counts, where its name does not say: a termination's value is a count of episodes (per
+    step at which episodes ended, averaged over those steps, as Isaac Lab logs it), not a share."""
+    if key.startswith("Episode_Termination/"):
+        return " episodes per step with an end"
+    if key.startswith("Metrics/") and key.endswith("_total"):
+        return " envs since the start"
+    return ""
 
 
 class EpisodeStatistics:
@@ -168,7 +195,7 @@ class TrainingLogger(RslRlLogger):
         self.total_s += record.collect_s + record.learn_s
         if self.writer is not None:
             self._write_scalars(record)
-            print(self._console_block(record))
+            print(self._console_block(record) if console.verbose() else self._console_line(record), flush=True)
             self._upload_videos(record.it)
 
     def _upload_videos(self, it: int) -> None:
@@ -194,10 +221,24 @@ class TrainingLogger(RslRlLogger):
         add("Perf/collection_time", r.collect_s, r.it)
         add("Perf/learning_time", r.learn_s, r.it)
 
+    def _eta_s(self, r: IterationRecord) -> float:
+        done = r.it + 1 - r.start_it
+        return self.total_s / done * (r.total_it - r.start_it - done)
+
+    def _console_line(self, r: IterationRecord) -> str:
+        """The quiet default: one line per iteration with what says whether training works."""
+        rate = self.steps_per_iteration / max(r.collect_s + r.learn_s, 1e-9)
+        parts = [f"[robolab] it {r.it + 1}/{r.total_it}", f"{_si(rate)} steps/s"]
+        for key, label, fmt in QUIET_STATISTICS:
+            if key in r.stats:
+                parts.append(f"{label} {fmt.format(r.stats[key])}")
+        elapsed = datetime.timedelta(seconds=int(self.total_s))
+        parts.append(f"{elapsed} elapsed, ETA {datetime.timedelta(seconds=int(self._eta_s(r)))}")
+        return " | ".join(parts)
+
     def _console_block(self, r: IterationRecord, width: int = 80, pad: int = 40) -> str:
         iteration_s = r.collect_s + r.learn_s
-        done = r.it + 1 - r.start_it
-        eta = self.total_s / done * (r.total_it - r.start_it - done)
+        eta = self._eta_s(r)
         lines = [
             "#" * width,
             f"\033[1m{f' Learning iteration {r.it}/{r.total_it} '.center(width)}\033[0m",
@@ -217,7 +258,7 @@ class TrainingLogger(RslRlLogger):
                 ("Mean episode length:", f"{r.stats[LENGTH_KEY]:.2f}"),
             ]
         rows.append(("Mean action std:", f"{r.action_std:.2f}"))
-        rows += [(f"{k}:", f"{v:.4f}") for k, v in r.stats.items() if k not in (REWARD_KEY, LENGTH_KEY)]
+        rows += [(f"{k}:", f"{v:.4f}{unit_of(k)}") for k, v in r.stats.items() if k not in (REWARD_KEY, LENGTH_KEY)]
         lines += [f"{name:>{pad}} {value}" for name, value in rows if value is not None]
         lines += [
             "-" * width,

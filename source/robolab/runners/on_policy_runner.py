@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from robolab import checkpoint, distributed
+from robolab import checkpoint, console, distributed
 from robolab.distributed import DistributedConfigError, DistributedContext
 from robolab.errors import first_line
 from robolab.rsl_rl_api import OnPolicyRunner as RslRlOnPolicyRunner
@@ -140,7 +140,8 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         self.alg.train_mode()
         if self.is_distributed:  # every rank starts from rank 0's models
             self.alg.broadcast_parameters()
-        self.logger.init_logging_writer()
+        with console.library_chatter():  # "Storing git diff ..."
+            self.logger.init_logging_writer()
         self._hook_optimizers()
         start_it = self.current_learning_iteration
         total_it = start_it + num_learning_iterations
@@ -283,8 +284,13 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         checkpoint.save_atomic(saved, path)
         self.logger.save_model(path, self.current_learning_iteration)
 
-    def load(self, path: str, load_cfg: dict | None = None, strict: bool = True, map_location=None) -> dict | None:
-        """Restore a checkpoint of this kind of run (its identity is checked first; nothing changes if it differs)."""
+    def load(
+        self, path: str, load_cfg: dict | None = None, strict: bool = True, map_location=None, resume: bool = True
+    ) -> dict | None:
+        """Restore a checkpoint of this kind of run (its identity is checked first; nothing changes if it differs).
+
+        ``resume=False`` (play, evaluation) loads the models alone: the env keeps the state its own config and seed
+        gave it (an evaluation's commands and terrain, not the curriculum's or the random streams' at the save)."""
         loaded = checkpoint.load(path, map_location=map_location or self.device)
         identity = self.identity()
         checkpoint.check_identity(path, loaded.get("identity"), identity if self.task_id else _without_task(identity))
@@ -297,8 +303,10 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             # model_<it>.pt is the state after iteration it: continue with the next one.
             self.current_learning_iteration = loaded["iter"] + 1
             self.planned_final_iteration = loaded.get("final_iteration")
+        if resumed and resume:
             self._restore_env_state(loaded.get("env_state"))
-        self._restore_rng(loaded.get("rng_state"), loaded.get("world_size", 1))
+        if resume:
+            self._restore_rng(loaded.get("rng_state"), loaded.get("world_size", 1))
         return loaded.get("infos")
 
     def _restore_env_state(self, states: list[dict] | None) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 import warp as wp
 
+from robolab import console
 from robolab.assets import RobotModel
 from robolab.envs.backends.base import (
     RANDOMISED_FIELDS,
@@ -112,7 +113,7 @@ class WarpBackend(PhysicsBackend):
         nconmax: int | None = None,
         njmax: int | None = None,
     ):
-        wp.config.quiet = True  # no banner per process (each rank would print one)
+        wp.config.log_level = console.warp_log_level()  # module loads only with --verbose
         wp.init()
         self.robot = robot
         self.num_envs = num_envs
