@@ -160,6 +160,8 @@ distill)
     Loss/behavior > "$OUT/${TAG}student_curve.json"
   tail -c 8000 "$OUT/${TAG}student.log" > "$OUT/${TAG}student.tail"; rm "$OUT/${TAG}student.log"
   ckpt=$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)
+  # the student's params and newest checkpoint come back too, to be judged again later (RUN_DIR=<it> on a machine)
+  mkdir -p "$OUT/${TAG}student_run" && cp -r "$run/params" "$run/$ckpt" "$OUT/${TAG}student_run/"
   terrain_eval $STUDENT_TASK "$run" "$ckpt" "${TAG}student_eval" ;;
 rays)
   ROBOLAB_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/test_terrain_backends.py \
