@@ -124,8 +124,12 @@ PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         return path.read_text() if path.exists() else ""
 
     def state(self, job: int) -> str:
+        return self.field(job, "JobState") or "UNKNOWN"
+
+    def field(self, job: int, name: str) -> str | None:
+        """One field of ``scontrol show job`` (None when the job or the field is not there)."""
         res = self.sh("scontrol", "show", "job", str(job), "-o")
-        return next((f.split("=", 1)[1] for f in res.stdout.split() if f.startswith("JobState=")), "UNKNOWN")
+        return next((f.split("=", 1)[1] for f in res.stdout.split() if f.startswith(f"{name}=")), None)
 
 
 @pytest.fixture(scope="module")
@@ -191,13 +195,17 @@ def test_a_requeued_job_resumes_its_own_checkpoint(slurm, tmp_path):
         assert time.monotonic() < deadline and slurm.state(job) in ("PENDING", "RUNNING"), slurm.output(job)[-3000:]
         time.sleep(0.5)
     assert slurm.sh("scontrol", "requeue", str(job)).returncode == 0
-    # Slurm holds a requeued job for about two minutes before it may start again; no need to wait that here
-    while slurm.state(job) not in ("PENDING", "RUNNING", "COMPLETED"):
+    # The requeue is asynchronous: the job is requeued once Slurm counts a restart and holds it PENDING. (Moving its
+    # start time while the first session is still ending, RUNNING or COMPLETING, left it FAILED instead.)
+    deadline = time.monotonic() + 120
+    while not (slurm.field(job, "Restarts") == "1" and slurm.state(job) == "PENDING"):
+        assert time.monotonic() < deadline, f"{slurm.state(job)}: {slurm.output(job)[-3000:]}"
         time.sleep(0.2)
+    # Slurm holds a requeued job for about two minutes before it may start again; no need to wait that here
     slurm.sh("scontrol", "update", f"jobid={job}", "starttime=now")
     deadline = time.monotonic() + 400
-    while slurm.state(job) != "COMPLETED":
-        assert time.monotonic() < deadline and slurm.state(job) not in ("FAILED", "CANCELLED"), slurm.output(job)
+    while (state := slurm.state(job)) != "COMPLETED":
+        assert time.monotonic() < deadline and state not in ("FAILED", "CANCELLED"), slurm.output(job)[-3000:]
         time.sleep(0.3)
     runs = [r for r in (tmp_path / "go2_flat").iterdir() if r.is_dir()]
     assert len(runs) == 1, runs  # the same run folder, continued
