@@ -7,6 +7,7 @@ subprocesses: Isaac Lab starts one simulation per process.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -185,7 +186,7 @@ def test_robolab_train_runs_isaaclab_go2_kitless_on_cpu(asset_root, tmp_path, pi
     if pipeline == "amp":
         assert 0.0 <= logged["AMP/style_reward"] <= 1.0
     if pipeline == "distillation":
-        assert "Mean behavior loss" in res.stdout
+        assert math.isfinite(summary["latest_losses"]["behavior"])  # the distillation update ran
     assert "scene" in (run_path / "params" / "env.yaml").read_text()
 
 
