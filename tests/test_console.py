@@ -83,11 +83,15 @@ def test_a_progress_bar_shows_where_asked_and_is_a_no_op_elsewhere(monkeypatch):
             bar.update(20)
         assert ("judging:" in file.getvalue()) == shown, (setting, file.getvalue())
     monkeypatch.setenv(console.PROGRESS_ENV, "1")
-    monkeypatch.setenv("RANK", "1")  # only rank 0 draws
-    file = io.StringIO()
-    with console.progress(5, "judging", file=file) as bar:
-        bar.update(5)
-    assert file.getvalue() == ""
+    # only rank 0 draws, whichever launcher gave the rank
+    for launcher in ({"WORLD_SIZE": "2", "RANK": "1"}, {"SLURM_NTASKS": "2", "SLURM_PROCID": "1"}):
+        with monkeypatch.context() as m:
+            for name, value in launcher.items():
+                m.setenv(name, value)
+            file = io.StringIO()
+            with console.progress(5, "judging", file=file) as bar:
+                bar.update(5)
+            assert file.getvalue() == "", launcher
     monkeypatch.setenv(console.PROGRESS_ENV, "yes")
     with pytest.raises(ValueError, match="ROBOLAB_PROGRESS=yes: must be 0"):
         console.progress(5)

@@ -20,6 +20,8 @@ import re
 import sys
 from collections.abc import Iterator
 
+from robolab import distributed
+
 VERBOSE_ENV = "ROBOLAB_VERBOSE"
 PROGRESS_ENV = "ROBOLAB_PROGRESS"
 MUJOCO_LOGGER = "robolab.mujoco"
@@ -46,10 +48,6 @@ def library_chatter() -> Iterator[None]:
         yield
 
 
-def _is_main_rank() -> bool:
-    return os.environ.get("RANK", "0") == "0"
-
-
 def progress(total: int | None = None, desc: str = "", unit: str = "step", enabled: bool = True, file=None):
     """A tqdm bar with rate and ETA on stderr; a disabled one (its calls do nothing) where it would not be seen or
     is not ``enabled``. It is cleared when it closes: the program prints its result after it."""
@@ -60,7 +58,9 @@ def progress(total: int | None = None, desc: str = "", unit: str = "step", enabl
     if wanted not in ("", "0", "1"):
         raise ValueError(f"{PROGRESS_ENV}={wanted}: must be 0 (no bars), 1 (always) or unset (on a terminal)")
     on_terminal = getattr(file, "isatty", lambda: False)()
-    shown = enabled and _is_main_rank() and (wanted == "1" or (wanted == "" and on_terminal))
+    # the launcher's rank (torchrun, Slurm or Open MPI), read as every other part of robolab reads it
+    main_rank = distributed.read_context().rank == 0
+    shown = enabled and main_rank and (wanted == "1" or (wanted == "" and on_terminal))
     return tqdm(
         total=total,
         desc=desc,
