@@ -11,7 +11,7 @@
 #
 # Settings (environment): BASE_IMAGE (default robolab-base:bookworm, made with debootstrap when missing),
 # SUITE (bookworm), MIRROR, HOST_CA (a CA bundle baked into the base, for a TLS-inspecting proxy; default: this
-# machine's), TORCH_VERSION (2.13.0), TORCH_WHEELS (a folder with a local CPU wheel of torch, default /opt/wheels),
+# machine's), TORCH_VERSION (requirements/torch.txt), TORCH_WHEELS (a folder with a local CPU wheel of torch, default /opt/wheels),
 # TORCH_INDEX_URL (PyTorch's CPU index where no local wheel is found), IMAGE (robolab:cpu), TRAIN_ARGS (a short run), MASTER_PORT (29533).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ BASE_IMAGE="${BASE_IMAGE:-robolab-base:bookworm}"
 SUITE="${SUITE:-bookworm}"
 MIRROR="${MIRROR:-http://deb.debian.org/debian}"
 HOST_CA="${HOST_CA:-/etc/ssl/certs/ca-certificates.crt}"
-TORCH_VERSION="${TORCH_VERSION:-2.13.0}"
+TORCH_VERSION="${TORCH_VERSION:-$(sed -n 's/^torch==//p' requirements/torch.txt)}"  # the project's one pin
 TORCH_WHEELS="${TORCH_WHEELS:-/opt/wheels}"
 IMAGE="${IMAGE:-robolab:cpu}"
 TRAIN_ARGS="${TRAIN_ARGS:---num_envs 32 --max_iterations 3 --check_replication_every 1 --seed 7 env.backend.num_threads=1 agent.num_steps_per_env=8}"

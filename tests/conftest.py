@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
+import re
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 
@@ -18,6 +22,47 @@ WITHOUT_NEPTUNE = str(ROOT / "tests" / "helpers" / "without_neptune")
 WITH_NEPTUNE = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}
 """``clean_env(**WITH_NEPTUNE)``: a process that imports the real neptune."""
 TRAIN = str(ROOT / "scripts" / "train.py")
+
+
+@pytest.fixture(autouse=True)
+def seeded_rngs():
+    """Every test starts from the same global random state, whatever ran before it in its worker: a test that draws
+    ``torch.randn`` without a generator sees the same numbers alone, in a file, or under xdist."""
+    random.seed(0)
+    np.random.seed(0)
+    torch.manual_seed(0)
+
+
+# Command lines of robolab's training entry points and of the launchers that run them.
+TRAINING_COMMAND = re.compile(
+    r"scripts/(train|benchmark)\.py|robolab\.cli\.(train|benchmark)|robolab-(train|benchmark)"
+    r"|torchrun|torch\.distributed\.run|\b(sbatch|srun|mpirun)\b|docker-compose.* up\b|docker compose.* up\b"
+)
+
+
+@pytest.fixture(autouse=True)
+def training_processes_are_marked_slow(request, monkeypatch):
+    """A test that starts a training process (one of the commands above that writes a checkpoint under the test's
+    temporary folder) must be marked ``slow``: the fast tier (``-m "not slow"``) trains in no other process, and a
+    test that forgets the mark fails here instead of slowing that tier down unnoticed. A training entry point that
+    stops at a bad flag, before any work, is not one; training inside the test's own process is not either."""
+    if request.node.get_closest_marker("slow"):
+        yield
+        return
+    launched: list[str] = []
+    popen_init = subprocess.Popen.__init__
+
+    def record(self, args, *more, **kwargs):
+        line = str(args if isinstance(args, str | bytes) else " ".join(map(str, args)))
+        if TRAINING_COMMAND.search(line):
+            launched.append(line)
+        popen_init(self, args, *more, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", record)
+    yield
+    tmp = request.node.funcargs.get("tmp_path")
+    if launched and tmp is not None and next(Path(tmp).rglob("model_*.pt"), None) is not None:
+        pytest.fail(f"{request.node.nodeid} trains in another process ({launched[0][:160]}): mark it slow")
 
 
 def require_launcher(missing: str | None) -> None:

@@ -4,12 +4,14 @@
 #                                              # per env, at SIZES (4096 16384) envs
 #   bash docs/benchmarks/h200_rough.sh train   # the perceptive rough task from launch for TRAIN_S s (540), 4096 envs,
 #                                              # a checkpoint every 25 iterations; terrain level and tracking error
-#                                              # against wall time from launch (rough_curve.json)
+#                                              # against wall time from launch (rough_curve.json); the newest
+#                                              # checkpoint and those nearest KEEP_AT_S (300) s come back in run/
 #   bash docs/benchmarks/h200_rough.sh eval    # play.py --terrain_eval on the train run's checkpoints nearest EVAL_AT_S
 #                                              # (300 540) s after launch (rough_eval_<s>s.json)
 #   bash docs/benchmarks/h200_rough.sh distill # the blind student distilled from the newest perceptive checkpoint for
 #                                              # DISTILL_S s (540); its curve (student_curve.json) and the terrain
-#                                              # evaluation of its last checkpoint (student_eval.json)
+#                                              # evaluation of its last checkpoint (student_eval.json; none with
+#                                              # DISTILL_EVAL=0)
 #   bash docs/benchmarks/h200_rough.sh stairs  # the rough task with its stairs on box geoms vs on the height field
 #                                              # (physics, rollout, training at SIZES (4096) envs; stairs_*.json and
 #                                              # stairs_summary.json with boxes / height field)
@@ -24,7 +26,8 @@
 # e.g. `TAG=a_ TRAIN_OVERRIDES=... bash h200_rough.sh train & TAG=b_ bash h200_rough.sh train & wait`.
 # EVAL_ARGS go to play.py --terrain_eval (e.g. `--terrain_eval_friction task`, `--terrain_eval_speed 0.5`, or
 # `--terrain_eval_direction 180` to judge walking backwards; EVAL_SUFFIX names the files); TEACHER= a checkpoint for
-# distill; RUN_DIR= a run folder for eval (the one train returns as $OUT/<TAG>run, carried back).
+# distill; RUN_DIR= a run folder for eval (the one train returns as $OUT/<TAG>run, carried back; EVAL_TASK= the task it
+# is judged on, e.g. the student's, RoboLab-Velocity-Rough-Go2-Distillation-v0).
 # MuJoCo Warp comes as parts (warp_site.sh), the other wheels from .whl/ (device_env.sh).
 set -uo pipefail
 here="$(dirname "$0")"
@@ -60,6 +63,16 @@ result["checkpoint_file"] = sys.argv[2]
 print(json.dumps(result, indent=1))
 PY
   tail -c 3000 "$OUT/$4.log" > "$OUT/$4.tail"; rm "$OUT/$4.log"
+}
+
+# newest_before RUN LAUNCHED_AT SECONDS: the run's newest checkpoint written at most SECONDS after launch.
+newest_before() {
+  python3 - "$@" <<'PY'
+import os, sys
+run, start, at = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+done = [(os.path.getmtime(os.path.join(run, f)) - start, f) for f in os.listdir(run) if f.startswith("model_")]
+print(max((t, f) for t, f in done if t <= at)[1])
+PY
 }
 
 for mode in "$@"; do
@@ -132,22 +145,18 @@ train)
   # the params and the newest checkpoint come back too: a later call on a fresh machine evaluates or distils them
   # (carry the folder, then RUN_DIR=<it> ... eval, TEACHER=<it>/model_N.pt ... distill)
   mkdir -p "$OUT/${TAG}run" && cp -r "$run/params" "$OUT/${TAG}run/" \
-    && cp "$run/$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)" "$OUT/${TAG}run/" ;;
+    && cp "$run/$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)" "$OUT/${TAG}run/"
+  # and the checkpoints nearest KEEP_AT_S (300) s after launch, for the table after 5 minutes
+  for at in ${KEEP_AT_S:-300}; do cp "$run/$(newest_before "$run" "$start" "$at")" "$OUT/${TAG}run/"; done ;;
 eval)
   if [ -n "${RUN_DIR:-}" ]; then  # a carried run folder: its newest checkpoint
-    terrain_eval $TASK "$(realpath "$RUN_DIR")" "$(ls "$RUN_DIR" | grep '^model_' | sort -t_ -k2 -n | tail -1)" \
+    terrain_eval "${EVAL_TASK:-$TASK}" "$(realpath "$RUN_DIR")" "$(ls "$RUN_DIR" | grep '^model_' | sort -t_ -k2 -n | tail -1)" \
       "${TAG}rough_eval${EVAL_SUFFIX:-}"
     continue
   fi
   run=$(cat "$LOGS.${TAG}run"); start=$(cat "$LOGS.${TAG}launched_at")
   for at in ${EVAL_AT_S:-300 540}; do
-    ckpt=$(python3 - "$run" "$start" "$at" <<'PY'
-import os, sys
-run, start, at = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-done = [(os.path.getmtime(os.path.join(run, f)) - start, f) for f in os.listdir(run) if f.startswith("model_")]
-print(max((t, f) for t, f in done if t <= at)[1])
-PY
-)
+    ckpt=$(newest_before "$run" "$start" "$at")
     terrain_eval $TASK "$run" "$ckpt" "${TAG}rough_eval_${at}s${EVAL_SUFFIX:-}"
   done ;;
 distill)
@@ -162,7 +171,8 @@ distill)
   ckpt=$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)
   # the student's params and newest checkpoint come back too, to be judged again later (RUN_DIR=<it> on a machine)
   mkdir -p "$OUT/${TAG}student_run" && cp -r "$run/params" "$run/$ckpt" "$OUT/${TAG}student_run/"
-  terrain_eval $STUDENT_TASK "$run" "$ckpt" "${TAG}student_eval" ;;
+  # DISTILL_EVAL=0 leaves the judging to a later call (or to MuJoCo C here), so that DISTILL_S can fill a call
+  [ "${DISTILL_EVAL:-1}" = 0 ] || terrain_eval $STUDENT_TASK "$run" "$ckpt" "${TAG}student_eval" ;;
 rays)
   ROBOLAB_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/test_terrain_backends.py \
     > "$OUT/gpu_terrain_tests.log" 2>&1

@@ -1,6 +1,6 @@
 """The robustness table of docs/sim2real.md from h200_realism.sh judge's files.
 
-    python docs/benchmarks/robustness_table.py docs/benchmarks/realism_h200/judge   # prints markdown, writes table.json
+python docs/benchmarks/robustness_table.py docs/benchmarks/realism_h200/judge   # prints markdown, writes table.json
 """
 
 import json

@@ -130,7 +130,7 @@ def _read_yaml(source: str, relative: str) -> DictConfig:
 
 
 def pipeline_choices(source: str, hydra_task: str | None, overrides: list[str]) -> tuple[str | None, str | None]:
-    """The runner and algorithm a composition will pick: ``train.yaml``'s, the task's ``override``s, the command line's.
+    """The runner and algorithm a composition will pick: ``train.yaml``'s, the task's overrides, the command line's.
 
     Read from the defaults lists without composing, so a mismatched pair is named before the schemas of the two
     would clash over keys. ``hydra_task=None``: a task config with no file (one in Hydra's ConfigStore).

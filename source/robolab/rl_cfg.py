@@ -92,25 +92,44 @@ class PpoCfg:
     """rsl_rl's PPO keyword arguments (robolab's ``PPO`` subclass)."""
 
     class_name: str = "robolab.algorithms:PPO"
+    """The algorithm class, ``module:Class`` (rsl_rl's ``class_name``)."""
     learning_rate: float = 1.0e-3
+    """Adam's step size; the adaptive schedule moves it from here."""
     num_learning_epochs: int = 5
+    """Passes over an iteration's samples per update."""
     num_mini_batches: int = 4
+    """Mini-batches per pass (of the rank's own samples; gradients are averaged across ranks)."""
     clip_param: float = 0.2
+    """PPO's ratio clip epsilon (also the value clip when ``use_clipped_value_loss``)."""
     gamma: float = 0.99
+    """Discount factor."""
     lam: float = 0.95
+    """GAE's lambda."""
     value_loss_coef: float = 1.0
+    """Weight of the value loss in the summed loss."""
     entropy_coef: float = 0.01
+    """Weight of the entropy bonus."""
     max_grad_norm: float = 1.0
+    """Gradients are clipped to this global norm (after the all-reduce, so every rank clips alike)."""
     schedule: str = "adaptive"
+    """``adaptive`` (the learning rate follows the KL against ``desired_kl``) or ``fixed``."""
     desired_kl: float = 0.01
+    """The KL divergence per update the adaptive schedule aims at."""
     use_clipped_value_loss: bool = True
+    """Clip the value function's change per update as PPO clips the policy's."""
     normalize_advantage_per_mini_batch: bool = False
+    """Normalise advantages per mini-batch (True) or once per iteration."""
     optimizer: str = "adam"
+    """One of ``OPTIMIZERS``."""
     use_mixed_precision: bool = False
     """bfloat16 autocast in the update (rsl_rl's option)."""
     share_cnn_encoders: bool = False
+    """Actor and critic share their CNN encoders (rsl_rl's option, for image observations)."""
     rnd_cfg: Any = None
+    """Random network distillation (rsl_rl's dict); None: off."""
     symmetry_cfg: Any = None
+    """Symmetry augmentation or mirror loss (rsl_rl's dict; the tasks' mirror functions: docs/sim2real.md); None:
+    off."""
 
     def __post_init__(self) -> None:
         for key in (
@@ -141,15 +160,25 @@ class AmpCfg:
     loss_type: str = "lsgan"
     """``lsgan`` (least squares + gradient penalty, Peng et al. 2021) or ``bce``."""
     hidden_dims: list[int] = field(default_factory=lambda: [1024, 512])
+    """The discriminator's hidden layers."""
     activation: str = "relu"
+    """The discriminator's activation (a ``torch.nn`` name in lower case)."""
     learning_rate: float = 1.0e-4
+    """The discriminator's Adam step size."""
     weight_decay: float = 1.0e-4
+    """The discriminator's weight decay (its output layer's, as in the AMP paper)."""
     grad_penalty_coef: float = 5.0
+    """Weight of the gradient penalty on the reference transitions."""
     num_disc_updates: int = 8
+    """Discriminator mini-batch updates per iteration (their gradients averaged across ranks)."""
     batch_size: int = 4096
+    """Transitions per discriminator mini-batch, of the policy's and of the clips' each."""
     replay_size: int = 100_000
+    """The policy transitions kept for the discriminator (a ring buffer per rank)."""
     max_grad_norm: float = 1.0
+    """The discriminator's gradient clip (global norm)."""
     task_reward_weight: float = 1.0
+    """The task reward's share of the mixed reward; the style reward has the rest."""
     style_reward_weight: float = 1.0
     """The style reward is in [0, 1] per step and scaled by the control dt, like the task's terms."""
 
@@ -167,7 +196,9 @@ class AmpCfg:
 @dataclass
 class PpoAmpCfg(PpoCfg):
     class_name: str = "robolab.algorithms:PPOAMP"
+    """The algorithm class: robolab's PPO with an adversarial motion prior."""
     amp_cfg: AmpCfg = field(default_factory=AmpCfg)
+    """The motion prior: clips, discriminator and reward mix."""
 
 
 @dataclass
@@ -175,12 +206,19 @@ class DistillationCfg:
     """rsl_rl's Distillation keyword arguments (robolab's ``Distillation`` subclass)."""
 
     class_name: str = "robolab.algorithms:Distillation"
+    """The algorithm class: robolab's distillation (student acts, teacher labels)."""
     num_learning_epochs: int = 2
+    """Passes over an iteration's samples per update."""
     gradient_length: int = 12
+    """Steps of a recurrent student's rollout between gradient steps (truncated backpropagation)."""
     learning_rate: float = 1.0e-3
+    """The student's step size."""
     max_grad_norm: float | None = 1.0
+    """The student's gradient clip (global norm); None: no clip."""
     loss_type: str = "mse"
+    """The behaviour loss between student and teacher actions: ``mse`` or ``huber``."""
     optimizer: str = "adam"
+    """One of ``OPTIMIZERS``."""
 
     def __post_init__(self) -> None:
         for key in ("num_learning_epochs", "gradient_length", "learning_rate"):
@@ -195,15 +233,21 @@ class RunnerCfg:
     """What every runner reads; ``algorithm`` is filled by the ``algorithm`` config group with its own schema."""
 
     runner_class_name: str = "robolab.runners:OnPolicyRunner"
+    """The runner class, ``module:Class``."""
     num_steps_per_env: int = 24
+    """Steps each env takes per iteration (the rollout's length)."""
     max_iterations: int = 1500
     """The final iteration count: a resumed run trains until it reaches it."""
     save_interval: int = 50
+    """A checkpoint every this many iterations (and one at the end)."""
     experiment_name: str = "robolab"
+    """The log folder under the log root (``logs/<experiment_name>/<date>_<run_name>``)."""
     run_name: str = ""
+    """Appended to the run folder's date; empty: the date alone."""
     logger: Any = "tensorboard"
     """``tensorboard``, or rsl_rl's writer dict (``{class_name: WandbLogWriter, project_name: ...}``)."""
     check_for_nan: bool = True
+    """Stop with the name of the first observation or output holding NaN (costs a sync per step)."""
     init_at_random_ep_len: bool = True
     """A new run starts every env at a random point of its first episode (spreads the episode ends)."""
     clip_actions: float | None = None
@@ -211,11 +255,14 @@ class RunnerCfg:
     torch_compile_mode: str | None = None
     """rsl_rl's ``torch.compile`` mode for the models (``default``, ``max-autotune-no-cudagraphs``); None: eager."""
     obs_groups: dict[str, list[str]] = field(default_factory=dict)
+    """Which env observation groups each model reads (rsl_rl's ``obs_groups``)."""
     algorithm: Any = None
+    """The algorithm and its settings."""
     actor: dict[str, Any] = field(default_factory=lambda: _mlp([512, 256, 128], init_std=1.0))
     """PPO's policy. Every runner accepts it, so a task states its network sizes once whichever runner trains it
     (a distillation run ignores ``actor`` and ``critic``)."""
     critic: dict[str, Any] = field(default_factory=lambda: _mlp([512, 256, 128], init_std=None))
+    """The critic model (an rsl_rl model dict with ``class_name``)."""
 
     def __post_init__(self) -> None:
         for key in ("num_steps_per_env", "max_iterations", "save_interval"):
@@ -235,20 +282,26 @@ class RunnerCfg:
 @dataclass
 class OnPolicyRunnerCfg(RunnerCfg):
     obs_groups: dict[str, list[str]] = field(default_factory=lambda: {"actor": ["policy"], "critic": ["critic"]})
+    """The actor reads ``policy``, the critic ``critic`` (privileged, noise-free)."""
 
 
 @dataclass
 class DistillationRunnerCfg(RunnerCfg):
     runner_class_name: str = "robolab.runners:DistillationRunner"
+    """The runner class: robolab's distillation runner."""
     max_iterations: int = 300
+    """Iterations of distillation when ``--max_iterations`` is not given."""
     obs_groups: dict[str, list[str]] = field(default_factory=lambda: {"student": ["policy"], "teacher": ["teacher"]})
+    """The student reads ``policy``, the teacher ``teacher`` (the groups its task declares)."""
     student: dict[str, Any] = field(default_factory=lambda: _mlp([256, 128, 64], init_std=0.1))
+    """The student model (an rsl_rl model dict; recurrent for a blind student)."""
     teacher: dict[str, Any] = field(default_factory=lambda: _mlp([128, 128, 128], init_std=1.0))
     """Must match the architecture of the teacher's PPO actor."""
     teacher_checkpoint: str | None = None
     """A PPO checkpoint whose actor reads the ``teacher`` group (``--teacher_checkpoint``); None: the newest
     checkpoint of ``teacher_experiment`` under the log root."""
     teacher_experiment: str = ""
+    """The experiment whose newest checkpoint is the teacher when ``--teacher_checkpoint`` is not given."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

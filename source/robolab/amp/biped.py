@@ -31,10 +31,13 @@ class BipedGaitCfg:
     duty: float = 0.6
     """Share of the cycle a foot is on the ground (over 0.5: both feet are down for a while each step)."""
     step_height: float = 0.08
+    """Peak height of a swinging foot above its stance height (m)."""
     arm_swing: float = 0.3
     """Shoulder pitch amplitude (rad), against the opposite leg."""
     duration: float = 4.0
+    """Length of the generated clip (s)."""
     fps: float = 50.0
+    """Frames per second of the clip."""
 
     def __post_init__(self) -> None:
         check_clip_settings(

@@ -28,6 +28,7 @@ PHASE_OFFSETS = {
 @dataclass
 class GaitCfg:
     gait: str = "trot"
+    """The foot pattern: ``trot`` (diagonal pairs) or ``pace`` (same-side pairs)."""
     speed: float = 0.6
     """Forward base speed (m/s)."""
     period: float = 0.5
@@ -35,8 +36,11 @@ class GaitCfg:
     duty: float = 0.5
     """Share of the cycle a foot is on the ground."""
     step_height: float = 0.08
+    """Peak height of a swinging foot above its stance height (m)."""
     duration: float = 4.0
+    """Length of the generated clip (s)."""
     fps: float = 50.0
+    """Frames per second of the clip."""
 
     def __post_init__(self) -> None:
         if self.gait not in PHASE_OFFSETS:

@@ -44,8 +44,11 @@ class ActuatorCfg:
     input_order: str = "pos_vel"
     """network: ``pos_vel`` (all position errors, then all velocities) or ``vel_pos``."""
     pos_scale: float = 1.0
+    """An actuator network's input scale of position errors."""
     vel_scale: float = 1.0
+    """An actuator network's input scale of joint velocities."""
     torque_scale: float = 1.0
+    """An actuator network's output scale to newton-metres."""
 
     def check(self, key: str) -> None:
         """One-line errors for settings no model can run with (``key`` names the group: env.robot.actuators.<name>)."""

@@ -76,6 +76,7 @@ class ObsGroupCfg:
     """One observation group (``policy``, ``critic``, ``teacher``, ...): its terms concatenated in order."""
 
     terms: dict[str, ObsTermCfg] = field(default_factory=dict)
+    """The group's terms by name, concatenated in this order."""
     enable_corruption: bool = True
     """Add each term's noise (evaluation and the privileged groups turn it off)."""
     history_length: int = 1
@@ -211,9 +212,13 @@ class BoundTerm:
     """A term ready to call: its key, name, config and its function with the parameters bound."""
 
     key: str
+    """Where the term was declared (``rewards.track_lin_vel_xy``), for error messages."""
     name: str
+    """The term's name in its table."""
     cfg: Any
+    """The term's config."""
     call: Callable
+    """Its function with its parameters bound: ``call(env)``."""
 
 
 def bind_table(table: str, terms: dict[str, Any], leading: int, cfg_type: type) -> list[BoundTerm]:

@@ -204,16 +204,24 @@ class BackendCfg:
 @dataclass
 class VelocityEnvCfg:
     num_envs: int = 1024
+    """Parallel envs on this rank (``--num_envs``)."""
     seed: int = 42
+    """Seeds the env's random draws (``--seed``; rank r adds r)."""
     device: str = "cpu"
+    """Where observations, rewards and actions live (``--device``)."""
     sim_dt: float = 0.005
+    """The physics step, seconds."""
     decimation: int = 4
+    """Physics steps per control step (the policy acts every ``sim_dt * decimation`` s)."""
     episode_length_s: float = 20.0
+    """An episode's time limit, seconds (a time-out, not a failure)."""
     amp_terms: list[str] = field(default_factory=list)
     """AMP state terms of an ``amp`` observation group (``robolab.amp.features.AMP_TERMS``); empty: no group.
     The group is the ``amp_state`` observation term over these (the motion clips are built from the same)."""
     action_scale: float = 0.25
+    """Joint position targets are the default pose plus ``action_scale`` times the action."""
     clip_actions: float = 100.0
+    """Actions are clipped to +-this before scaling."""
     only_positive_rewards: bool = False
     """Clip each step's summed reward at 0 (legged_gym's rough-terrain setting): while the penalties outweigh the
     tracking reward, as they do early on rough ground, ending an episode early would otherwise pay, and the policy
@@ -227,15 +235,23 @@ class VelocityEnvCfg:
     gaits: dict[str, list[list[str]]] | None = field(default_factory=dict)
     """Gait patterns scored per step from foot contacts (``robolab.envs.gaits.GaitScores``); null: none."""
     backend: BackendCfg = field(default_factory=BackendCfg)
+    """The physics: MuJoCo C on the CPU, MuJoCo Warp on a GPU (``env.backend=warp``)."""
     terrain: TerrainCfg | None = None
     """A generated terrain (``robolab.terrains``) in place of the robot model's floor plane; None: flat floor."""
     observations: dict[str, ObsGroupCfg] = field(default_factory=velocity_observations)
+    """Observation groups by name (``policy``, ``critic``, ...), each a table of declared terms."""
     rewards: dict[str, RewardTermCfg] = field(default_factory=velocity_rewards)
+    """Reward terms by name, each a function, its parameters and its weight (summed times ``step_dt``)."""
     terminations: dict[str, TerminationTermCfg] = field(default_factory=velocity_terminations)
+    """Termination terms by name; ``time_out`` terms end an episode without failing it."""
     events: dict[str, EventTermCfg] = field(default_factory=velocity_events)
+    """Event terms: randomisation at start-up and reset, pushes at intervals."""
     commands: dict[str, CommandTermCfg] = field(default_factory=velocity_commands)
+    """Command terms by name (``base_velocity`` is the velocity the policy tracks)."""
     curricula: dict[str, CurriculumTermCfg] = field(default_factory=dict)
+    """Curriculum terms (terrain levels, command ranges), run at resets."""
     divergence: DivergenceCfg = field(default_factory=DivergenceCfg)
+    """How diverging physics is found and contained (the env reset and counted, never a crash)."""
 
     @property
     def step_dt(self) -> float:

@@ -1,6 +1,7 @@
 """robolab's ``OnPolicyRunner``: rsl_rl's runner, driven by a ``DistributedContext`` instead of env variables.
 
 What this subclass changes, and why:
+
 - ``__init__`` is overridden whole: ranks come from ``robolab.distributed`` (torchrun, Slurm or Open MPI), the
   process group must already exist (``robolab.session`` starts it, once, with a finite timeout; CPU + gloo
   allowed), and one ``TrainingLogger`` keeps episode statistics on every rank;

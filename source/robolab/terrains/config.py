@@ -66,3 +66,4 @@ class TerrainCfg:
     max_init_level: int = 5
     """New envs start on a random level in [0, min(max_init_level, num_rows - 1)]; the curriculum moves them."""
     types: dict[str, TerrainTypeCfg] = field(default_factory=rough_terrain_types)
+    """Terrain types by name, each a tile function, its parameters and its share of the columns."""

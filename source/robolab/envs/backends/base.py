@@ -155,8 +155,8 @@ class PhysicsBackend(ABC):
     @abstractmethod
     def set_model_field(self, name: str, rows: np.ndarray, values: torch.Tensor) -> None:
         """Overwrite the rows ``rows`` of the model array ``name`` (one of ``RANDOMISED_FIELDS``) with ``values``
-        (num_variants, len(rows), *the field's row shape): one set of rows per physics variant; the envs of a variant
-        simulate its values from their next physics step on."""
+        ``(num_variants, len(rows), *row_shape)`` (the field's row shape): one set of rows per physics variant; the
+        envs of a variant simulate its values from their next physics step on."""
 
     def per_env(self, per_variant: torch.Tensor) -> torch.Tensor:
         """Rows of ``per_variant`` (num_variants, ...) repeated for the envs that simulate each variant, on the

@@ -9,7 +9,7 @@ from robolab.names import matching_names
 
 
 def track_lin_vel_xy_exp(env, std: float, command_name: str = "base_velocity") -> torch.Tensor:
-    """exp(-|command_xy - base_lin_vel_xy|^2 / std^2)."""
+    """``exp(-|command_xy - base_lin_vel_xy|^2 / std^2)``."""
     _check_std(std)
     return kernels.track_lin_vel_xy_exp(env.command(command_name), env.state.base_lin_vel, std)
 

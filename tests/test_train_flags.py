@@ -1,4 +1,5 @@
-"""Isaac Lab's rsl_rl flags on robolab's train.py and play.py, with Isaac Lab's meaning (issue: a user's habits)."""
+"""Isaac Lab's rsl_rl flags on robolab's train.py and play.py, with Isaac Lab's meaning: resume, checkpoint selection,
+seeds, log layout, loggers and the one-line errors of bad flag values."""
 
 from __future__ import annotations
 
@@ -103,6 +104,7 @@ def test_schedule_semantics():
     assert "resuming at iteration 120, training until 300" in runs.plan_schedule(120, True, 300, 300, 1).describe()
 
 
+@pytest.mark.slow
 def test_resume_trains_n_more_but_a_restart_keeps_the_planned_end(tmp_path):
     logs = str(tmp_path)
     base = [*TINY, "--log_root", logs, "--experiment_name", "sched"]
@@ -126,6 +128,7 @@ def test_resume_trains_n_more_but_a_restart_keeps_the_planned_end(tmp_path):
     assert torch.load(run_dir / "model_3.pt", weights_only=False)["final_iteration"] == 4
 
 
+@pytest.mark.slow
 def test_load_run_and_checkpoint_regexes_pick_the_run_and_file(tmp_path):
     logs = str(tmp_path)
     base = [*TINY, "--log_root", logs, "--experiment_name", "pick"]
@@ -157,6 +160,7 @@ def test_checkpoint_selection_is_isaaclabs(tmp_path):
 
 
 # --- seed, names, agent entry points, IO descriptors, log layout -------------------------------------------------
+@pytest.mark.slow
 def test_random_seed_is_drawn_logged_and_saved(tmp_path):
     res = run(train_cmd(*TINY, "--max_iterations", "1", "--seed", "-1", "--log_root", str(tmp_path)))
     assert res.returncode == 0, res.stderr[-2000:]
@@ -168,6 +172,7 @@ def test_random_seed_is_drawn_logged_and_saved(tmp_path):
     assert res.returncode == 2 and "--seed=-2: must be in [0, 2**62], or -1 for a random seed" in res.stderr
 
 
+@pytest.mark.slow
 def test_isaaclab_log_layout_names_io_descriptors_and_agent_entry_point(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the default log root, relative like Isaac Lab's
     args = [*TINY, "--max_iterations", "1", "--experiment_name", "mine", "--run_name", "try1"]

@@ -105,11 +105,12 @@ def test_default_compose_command_parses_without_any_variables():
 
 def test_dockerfile_runs_as_a_non_root_user_with_a_logs_volume():
     text = (ROOT / "docker" / "Dockerfile").read_text()
-    assert "USER robolab" in text and 'VOLUME ["/logs"]' in text and "torch==${TORCH_VERSION}" in text
+    assert "USER robolab" in text and 'VOLUME ["/logs"]' in text and "requirements/torch.txt" in text
 
 
 def test_the_docker_build_context_leaves_out_what_the_image_does_not_need():
-    ignored = (ROOT / ".dockerignore").read_text().split()
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    ignored = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     for heavy in (".venv", "logs", ".git", "docs", "tests"):  # the build context was 2.3 GB with .venv
         assert heavy in ignored, heavy
     lines = (ROOT / "docker" / "Dockerfile").read_text().splitlines()
