@@ -29,7 +29,7 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 
 autodoc_member_order = "bysource"
-autodoc_typehints = "description"
+autodoc_typehints = "signature"
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
 # Optional heavy imports (Isaac Lab, warp, JAX) are mocked, so the reference builds on any machine.
 autodoc_mock_imports = ["isaaclab", "isaaclab_tasks", "isaaclab_rl", "isaacsim", "omni", "pxr", "jax", "viser"]

@@ -617,6 +617,26 @@ def test_the_terrain_evaluation_judges_the_tile_s_edge_whatever_time_out_terms_t
     assert rates == [0.5] * len(rates), table  # every carried env, none of the standing ones
 
 
+def test_the_terrain_evaluation_stops_after_the_steps_it_is_given():
+    """``play.py --terrain_eval --steps N``: N control steps, and an env still walking then has not reached the edge."""
+    from robolab.terrain_evaluation import evaluate_on_terrain
+
+    terrain = small_terrain(num_rows=2, num_cols=2, types={"flat": TerrainTypeCfg()})
+    cfg = Go2RoughEnvCfg(num_envs=4, terrain=terrain, episode_length_s=3.0)
+    cfg.backend.num_threads = 1
+    cfg.curricula = {}
+    env = VelocityEnv(cfg)
+    calls = []
+
+    def policy(obs):
+        calls.append(1)
+        return torch.zeros(4, 12)
+
+    table = evaluate_on_terrain(env, policy, steps=3)
+    assert len(calls) == 3
+    assert all(row["success_rate"] == 0.0 for row in table["flat"].values()), table
+
+
 @pytest.mark.parametrize(
     "changes, message",
     [

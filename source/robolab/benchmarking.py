@@ -79,6 +79,8 @@ def instrument_allreduce(alg) -> dict:
 
 
 def benchmark(args: argparse.Namespace, overrides: list[str]) -> dict:
+    """Physics-only, rollout and training throughput of one task on this rank (or world): the JSON of
+    ``scripts/benchmark.py``."""
     job, env, runner, agent, closer = prepare_benchmark(
         args.task, [f"env.num_envs={args.num_envs}", *overrides], args.device, args.distributed
     )

@@ -69,6 +69,7 @@ def _differences(key: str, saved: Any, expected: Any) -> list[str]:
 
 
 def checkpoint_iteration(path: str) -> int:
+    """The iteration of a ``model_<iteration>.pt`` path (a one-line error for any other name)."""
     match = CHECKPOINT_PATTERN.match(os.path.basename(path))
     if match is None:
         raise ValueError(f"checkpoint {path!r}: expected a file named model_<iteration>.pt")

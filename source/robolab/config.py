@@ -105,6 +105,7 @@ def quoted(value: str) -> str:
 
 
 def is_number(text: str) -> bool:
+    """Whether ``text`` parses as a float."""
     try:
         float(text)
     except ValueError:
@@ -235,6 +236,7 @@ def task_config(task_id: str, agent: str, presets: list[str], overrides: list[st
 
 
 def check_pipeline(runner: str | None, algorithm: str | None) -> None:
+    """Refuse a runner and algorithm that do not belong together, naming the allowed pairs."""
     if PIPELINES.get(runner or "") != algorithm:
         allowed = ", ".join(f"runner={r} algorithm={a}" for r, a in PIPELINES.items())
         raise ConfigError(f"runner={runner} does not work with algorithm={algorithm}; allowed pairs: {allowed}")
@@ -485,4 +487,5 @@ def plain(node: DictConfig) -> dict:
 
 
 def to_yaml(obj) -> str:
+    """A dataclass config (or a dict) as YAML, as ``params/*.yaml`` hold it."""
     return OmegaConf.to_yaml(OmegaConf.structured(obj) if not isinstance(obj, (dict, DictConfig)) else obj)

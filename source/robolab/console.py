@@ -28,6 +28,7 @@ MUJOCO_LOGGER = "robolab.mujoco"
 
 
 def verbose() -> bool:
+    """Whether ``--verbose`` (or ``ROBOLAB_VERBOSE``) asked for the libraries' full output."""
     return os.environ.get(VERBOSE_ENV, "") not in ("", "0")
 
 

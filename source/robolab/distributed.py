@@ -120,6 +120,7 @@ def _per_node_counts(value: str) -> list[int]:
 
 
 def validate_ranks(ctx: DistributedContext) -> None:
+    """Refuse a world size, rank or local rank that cannot be, naming the launcher's variable."""
     size_var, rank_var, local_var = LAUNCHER_VARIABLES.get(ctx.launcher, ("world_size", "rank", "local_rank"))
     if ctx.world_size < 1:
         raise DistributedConfigError(f"{size_var}={ctx.world_size}: must be >= 1")
@@ -311,23 +312,28 @@ _settings: dict[str, float] = {}
 
 
 def is_initialized() -> bool:
+    """Whether a process group is up."""
     return dist.is_available() and dist.is_initialized()
 
 
 def shutdown() -> None:
+    """Destroy the process group, if there is one."""
     if is_initialized():
         dist.destroy_process_group()
 
 
 def world_size() -> int:
+    """The number of ranks (1 without a process group)."""
     return dist.get_world_size() if is_initialized() else 1
 
 
 def rank() -> int:
+    """This process's rank (0 without a process group)."""
     return dist.get_rank() if is_initialized() else 0
 
 
 def barrier() -> None:
+    """Wait for every rank (nothing without a process group)."""
     if is_initialized():
         dist.barrier()
 
@@ -374,6 +380,7 @@ def _all_reduce(tensor: torch.Tensor, op) -> torch.Tensor:
 
 
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
+    """Sum ``tensor`` over ranks in place, and return it."""
     if is_initialized():
         _all_reduce(tensor, dist.ReduceOp.SUM)
     return tensor
@@ -398,6 +405,7 @@ def global_mean_std(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def all_gather_object(obj: Any) -> list[Any]:
+    """Every rank's ``obj``, in rank order."""
     if not is_initialized():
         return [obj]
     out: list[Any] = [None] * world_size()
@@ -438,6 +446,7 @@ def check_config_consistency(config: Mapping[str, Any], ignore: Iterable[str] = 
 
 
 def tensor_digest(tensor: torch.Tensor) -> str:
+    """A short SHA-256 of a tensor's bytes (the replication check compares these across ranks)."""
     return hashlib.sha256(tensor.detach().to("cpu").contiguous().numpy().tobytes()).hexdigest()[:16]
 
 

@@ -106,6 +106,8 @@ def _require_logger_package(package: str) -> None:
 
 @dataclass
 class VideoOptions:
+    """Where and how often a training run records video of env 0."""
+
     directory: str
     length: int
     interval: int

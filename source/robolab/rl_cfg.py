@@ -195,6 +195,8 @@ class AmpCfg:
 
 @dataclass
 class PpoAmpCfg(PpoCfg):
+    """PPO's settings and the adversarial motion prior's."""
+
     class_name: str = "robolab.algorithms:PPOAMP"
     """The algorithm class: robolab's PPO with an adversarial motion prior."""
     amp_cfg: AmpCfg = field(default_factory=AmpCfg)
@@ -281,12 +283,16 @@ class RunnerCfg:
 
 @dataclass
 class OnPolicyRunnerCfg(RunnerCfg):
+    """The PPO (and AMP) runner: the actor reads the ``policy`` group, the critic the ``critic`` group."""
+
     obs_groups: dict[str, list[str]] = field(default_factory=lambda: {"actor": ["policy"], "critic": ["critic"]})
     """The actor reads ``policy``, the critic ``critic`` (privileged, noise-free)."""
 
 
 @dataclass
 class DistillationRunnerCfg(RunnerCfg):
+    """The distillation runner: a student imitating a trained teacher."""
+
     runner_class_name: str = "robolab.runners:DistillationRunner"
     """The runner class: robolab's distillation runner."""
     max_iterations: int = 300

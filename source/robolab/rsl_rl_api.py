@@ -123,6 +123,7 @@ _NAMES = {
 
 
 def rsl_rl_version() -> str:
+    """The installed rsl-rl-lib's version."""
     try:
         from importlib.metadata import version
 

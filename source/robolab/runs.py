@@ -126,6 +126,7 @@ def _make_dirs(path: str) -> list[str]:
 
 
 def new_run_plan(experiment_dir: str, run_name: str) -> RunPlan:
+    """A plan for a new run in ``experiment_dir`` named ``run_name`` (its directory made when training starts)."""
     return RunPlan(None, None, experiment_dir, run_name, planned_dir=_free_run_dir(experiment_dir, run_name))
 
 

@@ -163,6 +163,7 @@ def share_cpu_cores(env_cfg, ctx: DistributedContext) -> None:
 
 
 def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's global generators."""
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

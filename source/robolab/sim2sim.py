@@ -27,6 +27,8 @@ class Sim2SimError(ValueError):
 
 @dataclass
 class PolicyInterface:
+    """What a policy reads and writes: its observation terms, joints, action scale, control step and history."""
+
     terms: list[tuple[str, int, float]]
     """(name, width, scale) of each ``policy`` term, in order."""
     joint_names: list[str]

@@ -177,6 +177,7 @@ class SweepSummary(Callback):
 
 
 def write_summary(sweep_dir: Path) -> list[dict]:
+    """Gather the jobs' results of a sweep into ``summary.csv`` and ``summary.md``; returns the rows."""
     rows = sorted((json.loads(p.read_text()) for p in sweep_dir.glob(f"*/{RESULT_FILE}")), key=lambda r: int(r["job"]))
     columns = ["job", "overrides", "status", "returncode", *METRICS, "run_dir", "error"]
     with open(sweep_dir / "summary.csv", "w", newline="") as f:

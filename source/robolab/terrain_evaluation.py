@@ -60,9 +60,10 @@ randomisation off too): the Go2 tasks train on draws down to 0.4, below tan(25 d
 stand on the steepest slope, so a table under the task's draws would judge the dice as much as the policy."""
 
 
-def evaluate_on_terrain(env, policy, friction: float | None = EVAL_FRICTION) -> dict:
+def evaluate_on_terrain(env, policy, friction: float | None = EVAL_FRICTION, steps: int | None = None) -> dict:
     """One episode per env, envs spread evenly over every tile; the table ``{type: {level: {...}}}``. ``friction``
-    sets every contact's sliding friction (``None`` keeps the task's own draws)."""
+    sets every contact's sliding friction (``None`` keeps the task's own draws); ``steps`` ends the evaluation after
+    that many control steps (default: the episode's length), an env still walking then counting as not reached."""
     terrain = env.terrain
     if terrain is None:
         raise ValueError("--terrain_eval: the task stands on a flat floor (env.terrain is null)")
@@ -94,7 +95,8 @@ def evaluate_on_terrain(env, policy, friction: float | None = EVAL_FRICTION) -> 
         falls = [*(t.name for t in env.termination_terms if not t.cfg.time_out), "diverged"]
         fell_by = torch.zeros(env.num_envs, len(falls), dtype=torch.bool, device=env.device)
         reset_memory = getattr(policy, "reset", None)
-        for _ in console.progress_over(range(int(env.max_episode_length)), "terrain evaluation"):
+        length = int(env.max_episode_length) if steps is None else min(steps, int(env.max_episode_length))
+        for _ in console.progress_over(range(length), "terrain evaluation"):
             obs, _, dones, extras = env.step(policy(obs))
             if reset_memory is not None:
                 reset_memory(dones)

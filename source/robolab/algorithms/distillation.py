@@ -9,6 +9,8 @@ from robolab.rsl_rl_api import Distillation as RslRlDistillation
 
 
 class Distillation(SyncedAlgorithm, RslRlDistillation):
+    """rsl_rl's distillation with its gradients averaged across ranks and the student replicated on every rank."""
+
     def __init__(self, student, teacher, storage, grad_reduce_bucket_mb: float = DEFAULT_BUCKET_MB, **kwargs):
         super().__init__(student, teacher, storage, grad_reduce_bucket_mb=grad_reduce_bucket_mb, **kwargs)
         # The teacher is frozen, but it is loaded per rank: broadcasting it removes any doubt about which one ran.

@@ -20,6 +20,9 @@ from robolab.rsl_rl_api import PPO as RslRlPPO
 
 
 class PPO(SyncedAlgorithm, RslRlPPO):
+    """rsl_rl's PPO with gradients averaged across ranks, advantages normalised over every rank's samples, and the
+    models, optimiser and normalisers kept identical on every rank."""
+
     def __init__(self, actor, critic, storage, grad_reduce_bucket_mb: float = DEFAULT_BUCKET_MB, **kwargs):
         super().__init__(actor, critic, storage, grad_reduce_bucket_mb=grad_reduce_bucket_mb, **kwargs)
         # The models as given: rsl_rl may later replace self.actor/self.critic with torch.compile wrappers, whose

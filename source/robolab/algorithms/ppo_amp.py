@@ -42,6 +42,10 @@ class AmpState:
 
 
 class PPOAMP(PPO):
+    """PPO with an adversarial motion prior: a discriminator on (s, s') AMP-state transitions, its replay buffer and
+    normaliser, and a style reward mixed with the task reward; the discriminator is synced across ranks like the
+    policy."""
+
     def __init__(self, actor, critic, storage, amp_cfg: dict, amp_state: dict, **ppo_kwargs):
         super().__init__(actor, critic, storage, **ppo_kwargs)
         cfg = AmpCfg(**amp_cfg)

@@ -19,6 +19,9 @@ DEFAULT_BUCKET_MB = 25.0
 
 
 class SyncedAlgorithm:
+    """What every robolab algorithm shares across ranks: the modules to broadcast at start, the gradients to average in
+    buckets, and the state the replication check compares."""
+
     sync_bucket_mb: float = DEFAULT_BUCKET_MB
     """Set by the subclass from its ``grad_reduce_bucket_mb`` argument."""
 

@@ -24,6 +24,8 @@ SIDES = ("left", "right")
 
 @dataclass
 class BipedGaitCfg:
+    """A scripted walk of a biped (the built-in G1): speed, cycle, foot clearance, arm swing and clip length."""
+
     speed: float = 0.5
     """Forward pelvis speed (m/s)."""
     period: float = 0.8

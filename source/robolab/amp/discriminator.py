@@ -11,6 +11,9 @@ LOSS_TYPES = ("lsgan", "bce")
 
 
 class Discriminator(nn.Module):
+    """The AMP discriminator: an MLP scoring an (s, s') transition as reference motion or policy, with its loss
+    (``lsgan`` with a gradient penalty, or ``bce``) and the style reward it gives."""
+
     def __init__(self, state_dim: int, hidden_dims=(1024, 512), activation: str = "relu", loss_type: str = "lsgan"):
         super().__init__()
         if loss_type not in LOSS_TYPES:

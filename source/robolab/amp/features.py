@@ -9,6 +9,7 @@ AMP_TERMS = ("joint_pos", "joint_vel", "base_lin_vel", "base_ang_vel", "foot_pos
 
 
 def check_terms(terms: list[str] | tuple[str, ...]) -> None:
+    """Refuse AMP state terms that are unknown or an empty list, in one line naming ``env.amp_terms``."""
     unknown = [t for t in terms if t not in AMP_TERMS]
     if unknown or not terms:
         raise ValueError(f"env.amp_terms={list(terms)}: choose a non-empty subset of {list(AMP_TERMS)}")

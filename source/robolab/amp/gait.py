@@ -27,6 +27,8 @@ PHASE_OFFSETS = {
 
 @dataclass
 class GaitCfg:
+    """A scripted quadruped gait: the foot pattern, speed, cycle, duty factor, foot clearance and clip length."""
+
     gait: str = "trot"
     """The foot pattern: ``trot`` (diagonal pairs) or ``pace`` (same-side pairs)."""
     speed: float = 0.6
@@ -70,6 +72,8 @@ def check_clip_settings(cfg, *rules: tuple[str, bool, str]) -> None:
 
 @dataclass
 class LegGeometry:
+    """One leg's hip position and segment lengths in the base frame, read from the robot model (for the leg IK)."""
+
     hip: np.ndarray  # (3,) hip joint in the base frame
     lateral: float  # hip -> thigh joint offset along y (signed)
     thigh: float
@@ -77,6 +81,7 @@ class LegGeometry:
 
 
 def leg_geometry(model: mujoco.MjModel, leg: str) -> LegGeometry:
+    """The geometry of ``leg`` (``FL``, ``FR``, ``RL``, ``RR``) read from the compiled robot model."""
     body = lambda name: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
     return LegGeometry(
         hip=model.body_pos[body(f"{leg}_hip")].copy(),
@@ -113,6 +118,8 @@ def foot_positions(model: mujoco.MjModel, robot: RobotModel, joint_pos: np.ndarr
 
 
 def generate_clip(cfg: GaitCfg, robot_cfg: RobotCfg | None = None) -> MotionClip:
+    """A reference clip of the scripted gait ``cfg`` for the quadruped ``robot_cfg`` (the built-in Go2 by default):
+    foot trajectories solved into joint angles by leg inverse kinematics."""
     if cfg.gait not in PHASE_OFFSETS:
         raise ValueError(f"gait={cfg.gait!r}: allowed are {sorted(PHASE_OFFSETS)}")
     if not 0 < cfg.duty < 1 or cfg.period <= 0 or cfg.fps <= 0 or cfg.duration <= 0:

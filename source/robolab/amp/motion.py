@@ -46,6 +46,9 @@ class MotionFormatError(ValueError):
 
 @dataclass
 class MotionClip:
+    """One AMP reference clip, in the robot's joint order: joint positions and velocities, base velocities and foot
+    positions in the base frame, sampled at ``fps`` (the ``.npz`` format of this module)."""
+
     name: str
     fps: float
     joint_pos: np.ndarray  # (T, J), robot joint order

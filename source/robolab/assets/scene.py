@@ -11,6 +11,8 @@ import mujoco
 
 
 def set_options(spec: mujoco.MjSpec) -> None:
+    """The built-in robots' physics options: a 0.005 s step, the implicit-fast integrator, pyramidal friction cones
+    and a light Newton solve."""
     spec.option.timestep = 0.005
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     spec.option.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
@@ -23,6 +25,7 @@ def set_options(spec: mujoco.MjSpec) -> None:
 
 
 def add_floor(spec: mujoco.MjSpec) -> None:
+    """A flat floor plane with the built-in robots' ground friction."""
     spec.worldbody.add_geom(
         name="floor",
         type=mujoco.mjtGeom.mjGEOM_PLANE,

@@ -197,6 +197,7 @@ def parser_with_isaaclab_launch_flags(**kwargs) -> argparse.ArgumentParser:
 
 
 def add_window_flags(parser: argparse.ArgumentParser) -> None:
+    """Isaac Lab's window and rendering flags (``--headless``, ``--enable_cameras``, ...), accepted by every program."""
     parser.add_argument("--headless", action="store_true", help="no window (the embedded sim never opens one)")
     parser.add_argument(
         "--enable_cameras", action="store_true", help="Isaac Lab tasks: render camera sensors (Kit) without a window"

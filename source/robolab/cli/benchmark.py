@@ -15,6 +15,7 @@ from robolab.launch import DEFAULT_TASK
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The flags of ``scripts/benchmark.py``."""
     p = ArgumentParser(description="Benchmark physics, rollout and training throughput (JSON output).")
     p.add_argument("--task", default=DEFAULT_TASK)
     p.add_argument("--num_envs", type=positive_int, default=1024, help="envs per process")
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str] | None = None) -> None:
+    """Run a benchmark (or a scaling comparison) and print and write its JSON on rank 0."""
     args, overrides = build_parser().parse_known_args(argv)
     result = scaling(args, overrides) if args.scaling else benchmark(args, overrides)
     result.setdefault("command", " ".join(sys.argv))
@@ -42,6 +44,7 @@ def run(argv: list[str] | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``robolab-benchmark``: the exit status, with bad input reported in one line."""
     return one_line_errors(lambda: run(argv))
 
 

@@ -9,6 +9,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``robolab-isaac-asset-root``: write an offline Isaac Lab asset root (the Go2-class robot and ground as USD)."""
     from robolab.tasks.isaaclab.assets import write_asset_tree
 
     p = argparse.ArgumentParser(

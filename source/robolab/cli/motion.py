@@ -16,6 +16,7 @@ GAITS = {"go2": ("trot", "pace"), "g1": ("walk",)}
 
 
 def robot_cfg(robot: str) -> RobotCfg:
+    """The robot config of a built-in robot by name (``go2`` or ``g1``), for generating its clips."""
     if robot == "g1":
         from robolab.tasks.velocity.g1.env_cfgs import g1_robot_cfg
 
@@ -96,6 +97,7 @@ def _convert(args) -> dict:
 
 
 def build_parser() -> ArgumentParser:
+    """The flags of ``scripts/motion.py`` and its ``generate``, ``inspect`` and ``convert`` commands."""
     p = ArgumentParser(description="AMP reference clips (format: see robolab.amp.motion).")
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="a scripted gait of a built-in robot: the Go2's trot or pace, the G1's walk")
@@ -125,6 +127,7 @@ def _robot_flag(parser) -> None:
 
 
 def motion(argv: list[str] | None = None) -> dict:
+    """Run one ``scripts/motion.py`` command; its result is printed as JSON and returned."""
     args = build_parser().parse_args(argv)
     result = {"generate": _generate, "inspect": _inspect, "convert": _convert}[args.command](args)
     print(json.dumps(result, indent=2))
@@ -132,4 +135,5 @@ def motion(argv: list[str] | None = None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``robolab-motion``: the exit status, with bad input reported in one line."""
     return one_line_errors(lambda: motion(argv))

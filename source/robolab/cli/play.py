@@ -27,6 +27,7 @@ from robolab.video import record_policy
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The flags of ``scripts/play.py`` (Isaac Lab's play flags, the viewers and the terrain evaluation)."""
     p = parser_with_isaaclab_launch_flags(
         description="Evaluate, watch and export a trained policy. Arguments without -- are Hydra overrides "
         "(and Isaac Lab's preset tokens: physics=NAME, presets=A,B)."
@@ -36,7 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_checkpoint_selection(p, DEFAULT_LOG_ROOT).add_argument("--run", dest="load_run", help="same as --load_run")
     p.add_argument("--num_envs", type=int, default=64)
     p.add_argument(
-        "--steps", type=positive_int, default=None, help="control steps (default: one episode; --viewer: until Ctrl-C)"
+        "--steps",
+        type=positive_int,
+        default=None,
+        help="control steps (default: one episode; --viewer: until Ctrl-C; --terrain_eval: its episodes' length)",
     )
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
@@ -91,6 +95,8 @@ def _friction(text: str) -> float | None:
 
 
 def play(argv: list[str] | None = None) -> dict:
+    """Evaluate a checkpoint (or judge it per terrain type, watch it, record it) and export its policy; returns the
+    result printed as JSON."""
     args, overrides, device = parse_policy_flags(build_parser(), argv)
     kind = tasks.kind_of(args.task)
     if args.viewer and not kind.viewer:
@@ -115,7 +121,7 @@ def play(argv: list[str] | None = None) -> dict:
             result["exported"] = export.export_policy(runner, os.path.join(run_dir, "exported"), metadata)
         steps = args.steps or (None if viewer_kind else int(env.max_episode_length))
         if args.terrain_eval:
-            result["terrain_eval"] = evaluate_on_terrain(env, policy, args.terrain_eval_friction)
+            result["terrain_eval"] = evaluate_on_terrain(env, policy, args.terrain_eval_friction, args.steps)
             result["terrain_eval_friction"] = args.terrain_eval_friction or "task"
             result["terrain_eval_command"] = {
                 "speed": args.terrain_eval_speed,
@@ -168,6 +174,7 @@ def _own_recorder_video(args: argparse.Namespace):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``robolab-play``: the exit status, with bad input reported in one line."""
     # RuntimeError too: a missing OpenGL backend for --video is reported that way (robolab.video.check_renderer).
     return one_line_errors(lambda: play(argv), extra=(RuntimeError,))
 

@@ -51,6 +51,7 @@ def time_to_walk(scalars: dict, max_error: float, max_fall_rate: float, window: 
 
 
 def smooth(values: list[float], window: int) -> list[float]:
+    """A trailing moving average of ``values`` over ``window`` points."""
     out, acc = [], []
     for v in values:
         acc.append(v)
@@ -60,6 +61,7 @@ def smooth(values: list[float], window: int) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``robolab-plot-curve``: draw a run's learning curve from its TensorBoard events into a PNG."""
     p = ArgumentParser(description=__doc__)
     p.add_argument("run_dir")
     p.add_argument("--output", default=None, help="PNG path (default: <run_dir>/learning_curve.png)")

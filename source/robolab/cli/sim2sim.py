@@ -33,6 +33,7 @@ from robolab.video import check_renderer
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The flags of ``scripts/sim2sim.py``."""
     p = ArgumentParser(description="Judge a trained policy in another simulator's env (Sim2Sim).")
     p.add_argument("--task", default=DEFAULT_TASK, help="the task the checkpoint was trained on")
     p.add_argument("--target", required=True, help="the task whose env judges it (another simulator)")
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str] | None = None) -> dict:
+    """Judge a checkpoint in its own task's env and in the ``--target`` env; returns the comparison written as JSON."""
     args, target_overrides, device = parse_policy_flags(build_parser(), argv)
     if args.video:  # before MuJoCo is first imported: it picks its OpenGL backend then
         check_renderer()
@@ -166,6 +168,7 @@ def recorded(env, args: argparse.Namespace, task: str, directory: str, closer: c
 
 
 def table(result: dict) -> str:
+    """The comparison as a text table: tracking error, fall rate and gait scores of both sides."""
     rows = [("", "tracking error (m/s)", "fall rate", *(f"{g} score" for g in result["source"]["gait_scores"]))]
     for side in ("source", "target"):
         r = result[side]
@@ -182,6 +185,7 @@ def table(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``robolab-sim2sim``: the exit status, with bad input reported in one line."""
     # RuntimeError too: a missing OpenGL backend for --video is reported that way (robolab.video.check_renderer).
     return one_line_errors(lambda: run(argv), extra=(RuntimeError,))
 

@@ -68,6 +68,7 @@ def draw(terrain, output, title: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``robolab-terrain``: draw a task's generated terrain (top view, levels and types labelled) into a PNG."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", default="RoboLab-Velocity-Rough-Go2-v0")
     p.add_argument("--output", default="terrain.png", help="PNG path")

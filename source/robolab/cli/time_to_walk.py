@@ -29,6 +29,7 @@ from robolab.launch import DEFAULT_AGENT, DEFAULT_LOG_ROOT, DEFAULT_TASK
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The flags of ``scripts/time_to_walk.py``."""
     p = ArgumentParser(description="Time from launch to the first checkpoint that walks (JSON output).")
     p.add_argument("--task", default=DEFAULT_TASK)
     p.add_argument("--agent", default=DEFAULT_AGENT, help="the task's agent config entry point")
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def time_to_walk(argv: list[str] | None = None) -> dict:
+    """Judge a run's checkpoints in order and return the time from launch to the first that walks."""
     args, overrides, device = parse_policy_flags(build_parser(), argv)
     session = open_policy(args, overrides, device)
     run_dir = os.path.dirname(os.path.abspath(session.checkpoint))
@@ -85,6 +87,7 @@ def time_to_walk(argv: list[str] | None = None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``robolab-time-to-walk``: the exit status, with bad input reported in one line."""
     return one_line_errors(lambda: print(json.dumps(time_to_walk(argv)["time_to_walk_s"])))
 
 

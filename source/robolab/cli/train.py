@@ -25,6 +25,7 @@ from robolab.session import prepare_training, run_training
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The flags of ``scripts/train.py``: Isaac Lab's rsl_rl flags, robolab's, and the sweep flags."""
     p = parser_with_isaaclab_launch_flags(
         description="Train a locomotion policy with RSL-RL. Isaac Lab's rsl_rl flags keep their meaning; "
         "arguments without -- are Hydra overrides "
@@ -126,6 +127,7 @@ def print_task_list() -> None:
 
 
 def train(argv: list[str] | None = None) -> dict | None:
+    """Train (or list the tasks, or run a sweep); returns the run's summary on rank 0."""
     args, hydra_overrides = parse_flags(argv)
     if args.list_tasks:
         print_task_list()
@@ -145,6 +147,7 @@ def train(argv: list[str] | None = None) -> dict | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``robolab-train``: the exit status, with bad input reported in one line."""
     return one_line_errors(lambda: train(argv))
 
 

@@ -54,6 +54,8 @@ class ActuatorGroup:
 
 
 class DCMotorGroup(ActuatorGroup):
+    """Joints driven by a DC motor model: PD torque clipped by the torque-speed curve."""
+
     def __init__(
         self, cfg: ActuatorCfg, ids: np.ndarray, kp: torch.Tensor, kd: torch.Tensor, limit: torch.Tensor, num_envs: int
     ):
@@ -73,6 +75,9 @@ class DCMotorGroup(ActuatorGroup):
 
 
 class NetworkGroup(ActuatorGroup):
+    """Joints driven by an actuator network: a TorchScript model mapping recent position errors and velocities to
+    torque."""
+
     def __init__(
         self,
         cfg: ActuatorCfg,
@@ -125,6 +130,7 @@ class NetworkGroup(ActuatorGroup):
 
 
 def load_network(path: str, device: torch.device, key: str) -> torch.jit.ScriptModule:
+    """Load a TorchScript actuator network (one-line errors naming ``key`` for a missing or unreadable file)."""
     if not os.path.isfile(path):
         raise ValueError(f"{key}.network_path={path!r}: no such file (a TorchScript actuator network)")
     try:

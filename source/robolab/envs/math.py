@@ -33,4 +33,5 @@ def heading(q: torch.Tensor) -> torch.Tensor:
 
 
 def wrap_to_pi(angle: torch.Tensor) -> torch.Tensor:
+    """Angles wrapped to [-pi, pi)."""
     return torch.remainder(angle + torch.pi, 2 * torch.pi) - torch.pi

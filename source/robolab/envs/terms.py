@@ -50,6 +50,8 @@ class TermError(ValueError):
 
 @dataclass
 class TermCfg:
+    """A declared term: a function, its parameters and the row of a table it stands in."""
+
     func: Any = None
     """``"module:function"``, a bare name from ``robolab.envs.mdp``, or (in Python) a callable."""
     params: dict[str, Any] = field(default_factory=dict)
@@ -58,6 +60,8 @@ class TermCfg:
 
 @dataclass
 class ObsTermCfg(TermCfg):
+    """An observation term: its noise, clip, scale, history and delay."""
+
     noise: float = 0.0
     """Half-width of the uniform noise added when the group's ``enable_corruption`` is on (0: exact)."""
     clip: tuple[float, float] | None = None
@@ -88,18 +92,24 @@ class ObsGroupCfg:
 
 @dataclass
 class RewardTermCfg(TermCfg):
+    """A reward term: its weight."""
+
     weight: float = 0.0
     """Multiplies the value (and the control dt, as in Isaac Lab); 0: the term is never computed."""
 
 
 @dataclass
 class TerminationTermCfg(TermCfg):
+    """A termination term: whether it is a time limit."""
+
     time_out: bool = False
     """A time limit, not a failure: the runner bootstraps the value of such an episode end."""
 
 
 @dataclass
 class EventTermCfg(TermCfg):
+    """An event term: when it runs (start-up, reset or at intervals)."""
+
     mode: str = "reset"
     """``startup`` (once, before the first episode), ``reset`` (each new episode) or ``interval``."""
     interval_range_s: tuple[float, float] = (10.0, 15.0)
@@ -118,6 +128,7 @@ class CurriculumTermCfg(TermCfg):
 
 
 def term_key(table: str, name: str) -> str:
+    """The override path of a term, ``env.<table>.<name>``, as error messages name it."""
     return f"env.{table}.{name}"
 
 

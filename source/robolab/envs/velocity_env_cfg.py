@@ -76,6 +76,7 @@ def velocity_rewards() -> dict[str, RewardTermCfg]:
 
 
 def velocity_terminations() -> dict[str, TerminationTermCfg]:
+    """The velocity task's terminations: time-out, base contact and base height (a terrain adds its own)."""
     return {
         "time_out": TerminationTermCfg(func="time_out", time_out=True),
         "base_contact": TerminationTermCfg(func="illegal_contact", params={"threshold": 1.0}),
@@ -188,6 +189,8 @@ class DivergenceCfg:
 
 @dataclass
 class BackendCfg:
+    """The physics backend and its settings (threads, buffer sizes)."""
+
     name: str = "auto"
     """``mujoco`` (MuJoCo C on CPU threads), ``warp`` (MuJoCo Warp, on a GPU or warp's CPU device); ``auto`` picks
     warp on a GPU and mujoco on the CPU."""
@@ -203,6 +206,8 @@ class BackendCfg:
 
 @dataclass
 class VelocityEnvCfg:
+    """A velocity-tracking task's env: the robot, physics, terrain, and the MDP as tables of declared terms."""
+
     num_envs: int = 1024
     """Parallel envs on this rank (``--num_envs``)."""
     seed: int = 42

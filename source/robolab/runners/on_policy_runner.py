@@ -38,6 +38,8 @@ class Interrupted(Exception):
 
 
 class OnPolicyRunner(RslRlOnPolicyRunner):
+    """rsl_rl's on-policy runner driven by a ``DistributedContext`` (the module's docstring says what it changes)."""
+
     def __init__(
         self,
         env: VecEnv,

@@ -107,6 +107,7 @@ def load_task_packages() -> None:
 
 
 def isaaclab_installed() -> bool:
+    """Whether Isaac Lab and its tasks can be imported here."""
     return importlib.util.find_spec("isaaclab") is not None and importlib.util.find_spec("isaaclab_tasks") is not None
 
 
@@ -138,6 +139,7 @@ def list_tasks() -> list[str]:
 
 
 def task_kwargs(task_id: str) -> dict:
+    """The registered entry points of a task, loading task packages or Isaac Lab's tasks when it is not known yet."""
     if task_id not in gym.registry:
         load_task_packages()  # a task of an installed or named package
     if task_id not in gym.registry and not task_id.startswith(PREFIX):
@@ -153,6 +155,7 @@ def task_kwargs(task_id: str) -> dict:
 
 
 def description(task_id: str) -> str:
+    """A task's one-line description (Isaac Lab's tasks: the name of their env config)."""
     kwargs = task_kwargs(task_id)
     return kwargs.get("description") or f"Isaac Lab task ({kwargs['env_cfg_entry_point'].rsplit(':', 1)[-1]})"
 

@@ -14,6 +14,8 @@ from typing import Any
 
 @dataclass
 class TerrainTypeCfg:
+    """One terrain type: its tile function and parameters, its share of the columns, and its geometry."""
+
     func: Any = "flat"
     """A function of ``robolab.terrains.tiles`` by name, or ``module:function``."""
     proportion: float = 1.0

@@ -15,6 +15,9 @@ from robolab.terrains.generator import TerrainMap
 
 
 class TerrainField:
+    """The terrain on the device: each env's tile, level and origin, the curriculum's moves, and the height map the
+    scan reads."""
+
     def __init__(
         self, terrain: TerrainMap, num_envs: int, device: torch.device, generator: torch.Generator, max_init_level: int
     ):

@@ -20,6 +20,7 @@ from robolab.envs.terms import check_range
 
 
 def lerp(value_range, difficulty: float, key: str, low_bound: float | None = 0.0) -> float:
+    """The value of ``value_range`` at ``difficulty`` in [0, 1] (the range checked, naming ``key``)."""
     low, high = check_range(key, value_range, low_bound=low_bound)
     return low + difficulty * (high - low)
 

@@ -26,6 +26,8 @@ Quat = tuple[float, float, float, float]
 
 @dataclass(frozen=True)
 class Motor:
+    """A G1 motor class: peak torque, no-load speed and armature at the joint."""
+
     effort: float
     """Peak torque at the joint (N m)."""
     velocity: float
@@ -394,6 +396,7 @@ def motor(joint: str) -> Motor:
 
 
 def joint_range(joint: str) -> tuple[float, float]:
+    """The built-in G1's position range of ``joint`` (rad)."""
     return _BY_JOINT[joint].range
 
 

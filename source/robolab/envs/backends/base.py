@@ -32,6 +32,7 @@ per world."""
 
 
 def check_field(name: str) -> None:
+    """Refuse a model field that cannot be randomised per variant, naming those that can."""
     if name not in RANDOMISED_FIELDS:
         raise ValueError(f"model field {name!r} cannot be set per variant; these can: {', '.join(RANDOMISED_FIELDS)}")
 
@@ -64,6 +65,9 @@ def contact_groups(robot: RobotModel) -> dict[str, slice]:
 
 
 class PhysicsBackend(ABC):
+    """The physics a ``VelocityEnv`` steps: batched state as torch tensors, contact forces per body group, resets
+    and model fields per variant. ``MujocoBackend`` and ``WarpBackend`` implement it."""
+
     num_envs: int
     device: torch.device
     robot: RobotModel

@@ -35,10 +35,13 @@ cores)."""
 
 
 def usable_cores() -> int:
+    """The CPU cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 class MujocoBackend(PhysicsBackend):
+    """MuJoCo C on CPU threads: every env's state stepped through ``mujoco.rollout``."""
+
     def __init__(
         self,
         robot: RobotModel,

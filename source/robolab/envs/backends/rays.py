@@ -30,5 +30,6 @@ def static_scene_data(model: mujoco.MjModel) -> mujoco.MjData:
 
 
 def check_max_distance(max_distance: float) -> None:
+    """Refuse a ray length that is not between 0 and the out-of-the-way height."""
     if not 0 < max_distance < OUT_OF_THE_WAY:
         raise ValueError(f"max_distance={max_distance}: rays must reach between 0 and {OUT_OF_THE_WAY:g} m")

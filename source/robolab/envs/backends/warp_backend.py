@@ -102,6 +102,9 @@ def warp_device_for(device: torch.device) -> wp.context.Device:
 
 
 class WarpBackend(PhysicsBackend):
+    """MuJoCo Warp: every env a world of one batched simulation, one CUDA graph per control step, the state read and
+    written through zero-copy torch views."""
+
     overflow_settings: ClassVar[dict[int, str]] = {int(flag): setting for flag, setting in _OVERFLOW_SETTINGS.items()}
 
     def __init__(

@@ -11,20 +11,24 @@ import torch
 
 # --- rewards (positive = good; weights carry the sign) --------------------------------------------------
 def track_lin_vel_xy_exp(command: torch.Tensor, base_lin_vel: torch.Tensor, std: float) -> torch.Tensor:
+    """``exp(-|command_xy - base_lin_vel_xy|^2 / std^2)``."""
     error = (command[:, :2] - base_lin_vel[:, :2]).square().sum(dim=1)
     return torch.exp(-error / std**2)
 
 
 def track_ang_vel_z_exp(command: torch.Tensor, base_ang_vel: torch.Tensor, std: float) -> torch.Tensor:
+    """``exp(-(command_yaw_rate - base_ang_vel_z)^2 / std^2)``."""
     error = (command[:, 2] - base_ang_vel[:, 2]).square()
     return torch.exp(-error / std**2)
 
 
 def lin_vel_z_l2(base_lin_vel: torch.Tensor) -> torch.Tensor:
+    """The base's vertical velocity, squared."""
     return base_lin_vel[:, 2].square()
 
 
 def ang_vel_xy_l2(base_ang_vel: torch.Tensor) -> torch.Tensor:
+    """The base's roll and pitch rates, squared and summed."""
     return base_ang_vel[:, :2].square().sum(dim=1)
 
 
@@ -34,10 +38,12 @@ def l2(x: torch.Tensor) -> torch.Tensor:
 
 
 def flat_orientation_l2(projected_gravity: torch.Tensor) -> torch.Tensor:
+    """The gravity vector's x and y in the base frame, squared and summed (0 when level)."""
     return projected_gravity[:, :2].square().sum(dim=1)
 
 
 def undesired_contacts(forces: torch.Tensor, threshold: float) -> torch.Tensor:
+    """How many of the bodies feel a force over ``threshold``."""
     return (forces > threshold).float().sum(dim=1)
 
 
@@ -68,6 +74,7 @@ def feet_slide(foot_velocity: torch.Tensor, contact: torch.Tensor) -> torch.Tens
 
 
 def joint_deviation_l1(joint_pos: torch.Tensor, default: torch.Tensor) -> torch.Tensor:
+    """The joints' absolute distance from ``default``, summed."""
     return (joint_pos - default).abs().sum(dim=1)
 
 

@@ -26,10 +26,12 @@ def _check_std(std: float) -> None:
 
 
 def lin_vel_z_l2(env) -> torch.Tensor:
+    """The base's vertical velocity, squared (a penalty with a negative weight)."""
     return kernels.lin_vel_z_l2(env.state.base_lin_vel)
 
 
 def ang_vel_xy_l2(env) -> torch.Tensor:
+    """The base's roll and pitch rates, squared and summed."""
     return kernels.ang_vel_xy_l2(env.state.base_ang_vel)
 
 
@@ -48,6 +50,7 @@ def joint_acc_l2(env, joints: list[str] | None = None) -> torch.Tensor:
 
 
 def action_rate_l2(env) -> torch.Tensor:
+    """The change of the action since the last step, squared and summed."""
     return kernels.l2(env.actions - env.last_actions)
 
 
@@ -63,6 +66,7 @@ def undesired_contacts(env, threshold: float = 1.0, body_group: str = "undesired
 
 
 def flat_orientation_l2(env) -> torch.Tensor:
+    """How far the base tilts: the gravity vector's x and y in the base frame, squared and summed."""
     return kernels.flat_orientation_l2(env.state.projected_gravity)
 
 

@@ -16,6 +16,7 @@ ROBOTS = ("Go2", "AnymalD", "G1")  # env configs in env_cfgs.py, agents in agent
 
 
 def register_isaaclab_tasks() -> None:
+    """Register robolab's Isaac Lab tasks (``RoboLab-Isaac-Velocity-*``) with gymnasium."""
     for robot in ROBOTS:
         for terrain in ("Flat", "Rough"):
             register_task(

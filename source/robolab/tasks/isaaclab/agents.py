@@ -24,6 +24,7 @@ from isaaclab_tasks.core.velocity.config.go2.agents.rsl_rl_ppo_cfg import Unitre
 
 
 def use_robolab_defaults(cfg, experiment_name: str) -> None:
+    """Isaac Lab's runner config with robolab's experiment name, observation groups and normalisers."""
     cfg.experiment_name = experiment_name
     cfg.obs_groups = {"actor": ["policy"], "critic": ["critic"]}
     cfg.actor.obs_normalization = True
@@ -32,6 +33,8 @@ def use_robolab_defaults(cfg, experiment_name: str) -> None:
 
 @configclass
 class Go2FlatPPORunnerCfg(_Go2Flat):
+    """Isaac Lab's flat Go2 agent with robolab's defaults."""
+
     def __post_init__(self):
         super().__post_init__()
         use_robolab_defaults(self, "isaac_go2_flat")
@@ -39,6 +42,8 @@ class Go2FlatPPORunnerCfg(_Go2Flat):
 
 @configclass
 class Go2RoughPPORunnerCfg(_Go2Rough):
+    """Isaac Lab's rough Go2 agent with robolab's defaults."""
+
     def __post_init__(self):
         super().__post_init__()
         use_robolab_defaults(self, "isaac_go2_rough")
@@ -46,6 +51,8 @@ class Go2RoughPPORunnerCfg(_Go2Rough):
 
 @configclass
 class AnymalDFlatPPORunnerCfg(_AnymalDFlat):
+    """Isaac Lab's flat ANYmal-D agent with robolab's defaults."""
+
     def __post_init__(self):
         super().__post_init__()
         use_robolab_defaults(self, "isaac_anymal_d_flat")
@@ -53,6 +60,8 @@ class AnymalDFlatPPORunnerCfg(_AnymalDFlat):
 
 @configclass
 class AnymalDRoughPPORunnerCfg(_AnymalDRough):
+    """Isaac Lab's rough ANYmal-D agent with robolab's defaults."""
+
     def __post_init__(self):
         super().__post_init__()
         use_robolab_defaults(self, "isaac_anymal_d_rough")
@@ -60,6 +69,8 @@ class AnymalDRoughPPORunnerCfg(_AnymalDRough):
 
 @configclass
 class G1FlatPPORunnerCfg(_G1Flat):
+    """Isaac Lab's flat G1 agent with robolab's defaults."""
+
     def __post_init__(self):
         super().__post_init__()
         use_robolab_defaults(self, "isaac_g1_flat")
@@ -67,6 +78,8 @@ class G1FlatPPORunnerCfg(_G1Flat):
 
 @configclass
 class G1RoughPPORunnerCfg(_G1Rough):
+    """Isaac Lab's rough G1 agent with robolab's defaults."""
+
     def __post_init__(self):
         super().__post_init__()
         use_robolab_defaults(self, "isaac_g1_rough")

@@ -48,6 +48,7 @@ def robot_mjcf() -> str:
 
 
 def write_robot_usd(path: str) -> None:
+    """Write the built-in Go2-class robot as a USD file (converted from its MJCF)."""
     import mujoco_usd_converter
     from pxr import Usd
 
@@ -87,6 +88,7 @@ def flatten_bodies(stage) -> None:
 
 
 def write_ground_usd(path: str) -> None:
+    """Write a flat ground plane with a collider as a USD file."""
     from pxr import Usd, UsdGeom, UsdPhysics
 
     stage = Usd.Stage.CreateInMemory()

@@ -50,6 +50,7 @@ class AmpObsCfg(ObsGroup):
 
 
 def add_amp_group(cfg, robot: RobotCfg) -> None:
+    """Add an ``amp`` observation group of ``robot``'s AMP state to an Isaac Lab env config."""
     joints = SceneEntityCfg("robot", joint_names=list(robot.joint_names), preserve_order=True)
     feet = SceneEntityCfg("robot", body_names=list(robot.foot_bodies), preserve_order=True)
     group = AmpObsCfg()
@@ -67,6 +68,8 @@ def add_amp_group(cfg, robot: RobotCfg) -> None:
 
 @configclass
 class Go2FlatEnvCfg(_Go2Flat):
+    """Isaac Lab's flat Go2 env with robolab's privileged groups and an AMP group."""
+
     def __post_init__(self):
         super().__post_init__()
         add_privileged_groups(self)
@@ -75,6 +78,8 @@ class Go2FlatEnvCfg(_Go2Flat):
 
 @configclass
 class Go2RoughEnvCfg(_Go2Rough):
+    """Isaac Lab's rough Go2 env with robolab's privileged groups and an AMP group."""
+
     def __post_init__(self):
         super().__post_init__()
         add_privileged_groups(self)
@@ -83,6 +88,8 @@ class Go2RoughEnvCfg(_Go2Rough):
 
 @configclass
 class AnymalDFlatEnvCfg(_AnymalDFlat):
+    """Isaac Lab's flat ANYmal-D env with robolab's privileged groups."""
+
     def __post_init__(self):
         super().__post_init__()
         add_privileged_groups(self)
@@ -90,6 +97,8 @@ class AnymalDFlatEnvCfg(_AnymalDFlat):
 
 @configclass
 class AnymalDRoughEnvCfg(_AnymalDRough):
+    """Isaac Lab's rough ANYmal-D env with robolab's privileged groups."""
+
     def __post_init__(self):
         super().__post_init__()
         add_privileged_groups(self)
@@ -97,6 +106,8 @@ class AnymalDRoughEnvCfg(_AnymalDRough):
 
 @configclass
 class G1FlatEnvCfg(_G1Flat):
+    """Isaac Lab's flat G1 env with robolab's privileged groups."""
+
     def __post_init__(self):
         super().__post_init__()
         add_privileged_groups(self)
@@ -104,6 +115,8 @@ class G1FlatEnvCfg(_G1Flat):
 
 @configclass
 class G1RoughEnvCfg(_G1Rough):
+    """Isaac Lab's rough G1 env with robolab's privileged groups."""
+
     def __post_init__(self):
         super().__post_init__()
         add_privileged_groups(self)

@@ -17,6 +17,9 @@ from tensordict import TensorDict
 
 
 class RoboLabVecEnv(RslRlVecEnvWrapper):
+    """Isaac Lab's rsl_rl env wrapper with what robolab's runners read: the control step, and the next AMP state of
+    each transition."""
+
     @property
     def step_dt(self) -> float:
         return self.unwrapped.step_dt

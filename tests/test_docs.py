@@ -1,5 +1,6 @@
-"""Every command block of the README and the documentation site either runs here, or says what it needs and where
-the committed run that shows it worked lies.
+"""The documentation: every command block of the README and the documentation site either runs here, or says what
+it needs and where the committed run that shows it worked lies; config fields, public functions and classes have
+docstrings (the API reference is made of them); one version, one torch pin.
 
 A ``bash`` block whose first line reads ``# needs <what>: <path>`` (a GPU, several GPUs, a cluster, Isaac Lab, a fresh
 machine, a display) is not run; ``<path>`` must exist in the repository (a benchmark record, a test, ``.ci/run``).
@@ -90,8 +91,10 @@ def rewrite(words: list[str]) -> list[str]:
         raise AssertionError(f"not a command this test knows how to run small: {' '.join(words)} (mark the block)")
     assert program in PROGRAMS or program == "plot_curve", program
     sizes = dict(SMALL.get(program, {}))
-    if "--terrain_eval" in args:  # one env per tile of the evaluation terrain, one episode (its own length)
+    if "--terrain_eval" in args:  # one env per tile of the evaluation terrain
         sizes["--num_envs"] = "100"
+    if "--video" in args and program != "train":  # a short clip
+        sizes["--video_length"] = "10"
     kept, skip = [], False
     for word in args:
         if skip:
@@ -196,3 +199,29 @@ def test_one_version_and_one_torch_pin():
     for user in (".ci/run", "docker/Dockerfile", "docker/cpu_check.sh"):
         text = (ROOT / user).read_text()
         assert "requirements/torch.txt" in text and not re.search(r"torch==\d", text), user
+
+
+def test_every_public_function_and_class_of_the_package_has_a_docstring():
+    """The API reference shows what has a docstring: a public module-level function or class without one is missing
+    from it (methods inherit their base's, as the backends' do)."""
+    missing = []
+    for path in sorted((ROOT / "source" / "robolab").rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            public = isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_")
+            if public and ast.get_docstring(node) is None:
+                missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert not missing, "no docstring: " + ", ".join(missing)
+
+
+def test_every_script_is_also_a_console_script():
+    """``scripts/<name>.py`` and ``robolab-<name>`` run the same ``main`` (console scripts come with the install)."""
+    from importlib.metadata import entry_points
+
+    scripts = {e.name: e for e in entry_points(group="console_scripts") if e.name.startswith("robolab-")}
+    for path in (ROOT / "scripts").glob("*.py"):
+        module = re.search(r"^from (robolab\.cli\.\w+) import main$", path.read_text(), re.M)
+        assert module, f"{path.name} does not run a robolab.cli main"
+        targets = {e.value for e in scripts.values()}
+        assert f"{module[1]}:main" in targets, f"{path.name}: no robolab-* console script runs {module[1]}:main"
+    for entry in scripts.values():
+        assert callable(entry.load()), entry
