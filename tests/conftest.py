@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import random
 import re
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
 
+from robolab.session import seed_everything
 from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,9 +26,7 @@ TRAIN = str(ROOT / "scripts" / "train.py")
 def seeded_rngs():
     """Every test starts from the same global random state, whatever ran before it in its worker: a test that draws
     ``torch.randn`` without a generator sees the same numbers alone, in a file, or under xdist."""
-    random.seed(0)
-    np.random.seed(0)
-    torch.manual_seed(0)
+    seed_everything(0)
 
 
 # Command lines of robolab's training entry points and of the launchers that run them.

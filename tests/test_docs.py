@@ -89,7 +89,7 @@ def rewrite(words: list[str]) -> list[str]:
         program, args = words[0][len("robolab-") :].replace("-", "_"), words[1:]
     else:
         raise AssertionError(f"not a command this test knows how to run small: {' '.join(words)} (mark the block)")
-    assert program in PROGRAMS or program == "plot_curve", program
+    assert program in PROGRAMS, program
     sizes = dict(SMALL.get(program, {}))
     if "--terrain_eval" in args:  # one env per tile of the evaluation terrain
         sizes["--num_envs"] = "100"

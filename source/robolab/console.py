@@ -23,6 +23,9 @@ from collections.abc import Iterator
 from robolab import distributed
 
 VERBOSE_ENV = "ROBOLAB_VERBOSE"
+ITERATION_LINE = re.compile(r"^\[robolab\] it (\d+)/(\d+) ", re.MULTILINE)
+"""The quiet iteration line's start, ``[robolab] it <done>/<total> ``: ``iteration_line`` writes it, a sweep reads
+its jobs' progress from it (``robolab.sweep.follow_iterations``)."""
 PROGRESS_ENV = "ROBOLAB_PROGRESS"
 MUJOCO_LOGGER = "robolab.mujoco"
 
@@ -30,6 +33,11 @@ MUJOCO_LOGGER = "robolab.mujoco"
 def verbose() -> bool:
     """Whether ``--verbose`` (or ``ROBOLAB_VERBOSE``) asked for the libraries' full output."""
     return os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+
+
+def iteration_line(done: int, total: int, parts: list[str]) -> str:
+    """The quiet one-line summary of a training iteration: ``[robolab] it <done>/<total> | part | ...``."""
+    return " | ".join([f"[robolab] it {done}/{total}", *parts])
 
 
 def set_verbose(on: bool) -> None:

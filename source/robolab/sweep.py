@@ -22,7 +22,6 @@ import csv
 import fcntl
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -148,16 +147,13 @@ def run_job(args: argparse.Namespace, cfg: DictConfig) -> dict[str, Any]:
     return result
 
 
-ITERATION_LINE = re.compile(r"^\[robolab\] it (\d+)/(\d+) ", re.MULTILINE)
-
-
 def follow_iterations(child: subprocess.Popen, log: Path, desc: str, show: bool, poll_s: float = 0.5) -> int:
     """Wait for the job ``child``; meanwhile a progress bar of its iterations, read from its quiet iteration lines
-    in ``log`` (``robolab.runners.logger``). Returns its exit code."""
+    in ``log`` (``robolab.console.ITERATION_LINE``). Returns its exit code."""
     with console.progress(None, desc, unit="it", enabled=show) as bar, open(log, errors="replace") as lines:
         while True:
             returncode = child.poll()
-            found = ITERATION_LINE.findall(lines.read())
+            found = console.ITERATION_LINE.findall(lines.read())
             if found:
                 done, total = map(int, found[-1])
                 if bar.total != total:

@@ -228,13 +228,13 @@ class TrainingLogger(RslRlLogger):
     def _console_line(self, r: IterationRecord) -> str:
         """The quiet default: one line per iteration with what says whether training works."""
         rate = self.steps_per_iteration / max(r.collect_s + r.learn_s, 1e-9)
-        parts = [f"[robolab] it {r.it + 1}/{r.total_it}", f"{_si(rate)} steps/s"]
+        parts = [f"{_si(rate)} steps/s"]
         for key, label, fmt in QUIET_STATISTICS:
             if key in r.stats:
                 parts.append(f"{label} {fmt.format(r.stats[key])}")
         elapsed = datetime.timedelta(seconds=int(self.total_s))
         parts.append(f"{elapsed} elapsed, ETA {datetime.timedelta(seconds=int(self._eta_s(r)))}")
-        return " | ".join(parts)
+        return console.iteration_line(r.it + 1, r.total_it, parts)
 
     def _console_block(self, r: IterationRecord, width: int = 80, pad: int = 40) -> str:
         iteration_s = r.collect_s + r.learn_s
