@@ -12,6 +12,11 @@
 #                                              # DISTILL_S s (540); its curve (student_curve.json) and the terrain
 #                                              # evaluation of its last checkpoint (student_eval.json; none with
 #                                              # DISTILL_EVAL=0)
+#   bash docs/benchmarks/h200_rough.sh finetune # the distilled student trained on by PPO for FINETUNE_S s (270) from the
+#                                              # newest distill checkpoint (or STUDENT=<checkpoint>); its curve
+#                                              # (finetune_curve.json) and the evaluation of its last checkpoint
+#                                              # (finetune_eval.json; none with FINETUNE_EVAL=0), and with
+#                                              # STUDENT_EVAL=1 the evaluation of the student it started from
 #   bash docs/benchmarks/h200_rough.sh stairs  # the rough task with its stairs on box geoms vs on the height field
 #                                              # (physics, rollout, training at SIZES (4096) envs; stairs_*.json and
 #                                              # stairs_summary.json with boxes / height field)
@@ -34,6 +39,7 @@ here="$(dirname "$0")"
 . "$here/device_train.sh"  # the site, the kernel cache, LOGS and TAG
 TASK=RoboLab-Velocity-Rough-Go2-v0
 STUDENT_TASK=RoboLab-Velocity-Rough-Go2-Distillation-v0
+FINETUNE_TASK=RoboLab-Velocity-Rough-Go2-Blind-Finetune-v0
 
 # curve RUN LAUNCHED_AT TAG...: the run's scalars against wall time from launch, and its checkpoints' times.
 curve() {
@@ -173,6 +179,24 @@ distill)
   mkdir -p "$OUT/${TAG}student_run" && cp -r "$run/params" "$run/$ckpt" "$OUT/${TAG}student_run/"
   # DISTILL_EVAL=0 leaves the judging to a later call (or to MuJoCo C here), so that DISTILL_S can fill a call
   [ "${DISTILL_EVAL:-1}" = 0 ] || terrain_eval $STUDENT_TASK "$run" "$ckpt" "${TAG}student_eval" ;;
+finetune)
+  student_run=$(ls -td "$LOGS"/go2_rough_distillation/*_"${TAG}rough_h200_student" 2>/dev/null | head -1)
+  student="${STUDENT:-$student_run/$(ls "$student_run" 2>/dev/null | grep '^model_' | sort -t_ -k2 -n | tail -1)}"
+  [ -f "$student" ] || { echo "finetune: no student checkpoint ($student): run distill first or set STUDENT"; exit 1; }
+  start=$(date +%s.%N)
+  timeout -s TERM "${FINETUNE_S:-270}" python3 scripts/train.py --task $FINETUNE_TASK --device cuda \
+    --num_envs "${TRAIN_ENVS:-4096}" --max_iterations 100000 --run_name "${TAG}rough_h200_finetune" --log_root "$LOGS" \
+    --init_policy "$student" agent.save_interval=25 ${FINETUNE_OVERRIDES:-} > "$OUT/${TAG}finetune.log" 2>&1
+  run=$(ls -td "$LOGS"/go2_rough_blind_finetune/*_"${TAG}rough_h200_finetune" | head -1)
+  curve "$run" "$start" Curriculum/terrain_level Metrics/lin_vel_tracking_error Metrics/fall_rate Train/mean_reward \
+    Policy/mean_std > "$OUT/${TAG}finetune_curve.json"
+  tail -c 8000 "$OUT/${TAG}finetune.log" > "$OUT/${TAG}finetune.tail"; rm "$OUT/${TAG}finetune.log"
+  ckpt=$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)
+  mkdir -p "$OUT/${TAG}finetune_run" && cp -r "$run/params" "$run/$ckpt" "$OUT/${TAG}finetune_run/"
+  [ "${FINETUNE_EVAL:-1}" = 0 ] || terrain_eval $FINETUNE_TASK "$run" "$ckpt" "${TAG}finetune_eval"
+  if [ "${STUDENT_EVAL:-0}" = 1 ]; then
+    terrain_eval $STUDENT_TASK "$(dirname "$student")" "$(basename "$student")" "${TAG}student_eval"
+  fi ;;
 rays)
   ROBOLAB_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/test_terrain_backends.py \
     > "$OUT/gpu_terrain_tests.log" 2>&1

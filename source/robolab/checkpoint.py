@@ -43,6 +43,18 @@ def load(path: str, map_location: str | torch.device | None = None) -> dict:
     return loaded
 
 
+def check_shapes(model: torch.nn.Module, state: dict[str, torch.Tensor], role: str) -> None:
+    """One-line error naming the first tensor of ``model`` that ``state`` lacks or holds in another shape."""
+    for name, tensor in model.state_dict().items():
+        if name not in state:
+            raise CheckpointError(f"{role} checkpoint has no tensor {name!r} (a different model architecture?)")
+        if tuple(state[name].shape) != tuple(tensor.shape):
+            raise CheckpointError(
+                f"{role} checkpoint tensor {name!r} has shape {tuple(state[name].shape)}, the {role} model expects "
+                f"{tuple(tensor.shape)} (observation group or hidden_dims differ from the run that trained it)"
+            )
+
+
 def check_identity(path: str, saved: dict | None, expected: dict, role: str = "checkpoint") -> None:
     """Refuse ``path`` when its saved identity differs from ``expected`` in any key both have, naming what differs.
 

@@ -47,6 +47,7 @@ class TrainOptions:
     export_io_descriptors: bool = False
     check_replication_every: int | None = None
     teacher_checkpoint: str | None = None
+    init_policy: str | None = None
     isaaclab_launcher: dict = dataclasses.field(default_factory=dict)
     """Isaac Lab tasks: the launcher arguments (``--headless``, ``--enable_cameras``, ``--visualizer``, ...)."""
 

@@ -130,6 +130,10 @@ class PpoCfg:
     symmetry_cfg: Any = None
     """Symmetry augmentation or mirror loss (rsl_rl's dict; the tasks' mirror functions: docs/sim2real.md); None:
     off."""
+    critic_warmup_updates: int = 0
+    """The first this many updates train the critic alone: the actor, its noise and the learning rate are held. A run
+    whose policy comes from a checkpoint (``init_policy``) and whose critic starts fresh uses it, so the loaded policy
+    is not pushed around by the advantages of a critic that has not yet learned its returns."""
 
     def __post_init__(self) -> None:
         for key in (
@@ -144,6 +148,8 @@ class PpoCfg:
         for key in ("gamma", "lam"):
             value = getattr(self, key)
             _require(f"algorithm.{key}", value, 0 <= value <= 1, "must be in [0, 1]")  # (NaN is not)
+        warmup = self.critic_warmup_updates
+        _require("algorithm.critic_warmup_updates", warmup, warmup >= 0, "must be an integer >= 0")
         _require("algorithm.value_loss_coef", self.value_loss_coef, self.value_loss_coef >= 0, "must be >= 0")
         _require(
             "algorithm.schedule", self.schedule, self.schedule in ("adaptive", "fixed"), "allowed: adaptive, fixed"
@@ -287,6 +293,18 @@ class OnPolicyRunnerCfg(RunnerCfg):
 
     obs_groups: dict[str, list[str]] = field(default_factory=lambda: {"actor": ["policy"], "critic": ["critic"]})
     """The actor reads ``policy``, the critic ``critic`` (privileged, noise-free)."""
+    init_policy: str | None = None
+    """A checkpoint whose policy this run starts from (``--init_policy``): a distillation run's student or a PPO
+    run's actor, of the same architecture as ``actor``. The critic, the optimiser and the iteration count start
+    fresh; the env's curriculum continues from the checkpoint's levels. None: the newest checkpoint of
+    ``init_policy_experiment``, or a policy trained from scratch when that is empty too."""
+    init_policy_experiment: str = ""
+    """The experiment whose newest checkpoint starts the policy when ``init_policy`` is not given (e.g. the
+    distillation run a blind student is fine-tuned from)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_dir_name("init_policy_experiment", self.init_policy_experiment, allow_empty=True)
 
 
 @dataclass

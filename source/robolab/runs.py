@@ -265,18 +265,28 @@ def _free_run_dir(experiment_dir: str, run_name: str) -> str:
 
 def find_teacher(agent: dict, log_root: str) -> str:
     """The teacher file of a distillation run: given, or the newest checkpoint of the teacher experiment."""
-    given = agent.get("teacher_checkpoint")
+    return _given_or_newest(agent.get("teacher_checkpoint"), agent.get("teacher_experiment"), log_root, "teacher")
+
+
+def find_init_policy(agent: dict, log_root: str) -> str | None:
+    """The checkpoint a PPO run's policy starts from: given, the newest of ``init_policy_experiment``, or None."""
+    if not agent.get("init_policy") and not agent.get("init_policy_experiment"):
+        return None
+    return _given_or_newest(agent.get("init_policy"), agent.get("init_policy_experiment"), log_root, "init_policy")
+
+
+def _given_or_newest(given: str | None, experiment: str | None, log_root: str, role: str) -> str:
+    flag = "--teacher_checkpoint" if role == "teacher" else "--init_policy"
     if given:
         if not os.path.isfile(given):
-            raise FileNotFoundError(f"--teacher_checkpoint={given!r}: no such file")
+            raise FileNotFoundError(f"{flag}={given!r}: no such file")
         return given
-    experiment_dir = os.path.join(log_root, agent.get("teacher_experiment") or "")
+    experiment_dir = os.path.join(log_root, experiment or "")
     try:
         return select_checkpoint(experiment_dir)
     except FileNotFoundError:
         raise FileNotFoundError(
-            f"no teacher checkpoint: none under {experiment_dir!r}; "
-            "train the teacher task first or pass --teacher_checkpoint"
+            f"no {role} checkpoint: none under {experiment_dir!r}; train that experiment first or pass {flag}"
         ) from None
 
 

@@ -188,8 +188,8 @@ class TrainingSession:
 
 
 def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSession:
-    """Validate, join the process group, build env and runner, load the resume checkpoint or teacher, and only then
-    create the run directory and write into it: a start that fails leaves the file system as it was."""
+    """Validate, join the process group, build env and runner, load the resume checkpoint, teacher or initial policy,
+    and only then create the run directory and write into it: a start that fails leaves the file system as it was."""
     if options.video:
         tasks.kind_of(options.task).check_video()
     job = join(options.task, options.overrides() + overrides, options.device, options.distributed, options.agent)
@@ -204,6 +204,10 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
         if "teacher_checkpoint" not in agent:
             raise ConfigError("--teacher_checkpoint: only distillation runs load a teacher (runner=distillation)")
         agent["teacher_checkpoint"] = options.teacher_checkpoint
+    if options.init_policy is not None:
+        if "init_policy" not in agent:
+            raise ConfigError("--init_policy: only PPO runs start from a policy (runner=on_policy or amp)")
+        agent["init_policy"] = options.init_policy
     env_cfg = env_config(options.task, job)
     plan = distributed.run_on_main(
         runs.plan_run,
@@ -245,6 +249,8 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
             runner.load(plan.resume_checkpoint, map_location=job.device)
         elif "teacher_checkpoint" in agent:
             runner.load_teacher(distributed.run_on_main(runs.find_teacher, agent, options.log_root))
+        elif (policy := distributed.run_on_main(runs.find_init_policy, agent, options.log_root)) is not None:
+            runner.load_policy(policy)  # a restarted or resumed run has its own checkpoint, loaded above instead
         schedule = runs.plan_schedule(
             runner.current_learning_iteration,
             plan.restart,

@@ -66,6 +66,7 @@ FORWARDED = (
     "video_interval",
     "check_replication_every",
     "teacher_checkpoint",
+    "init_policy",
 )
 """``train.py`` flags with a value that every sweep job gets as given."""
 FORWARDED_SWITCHES = ("headless", "video", "export_io_descriptors", "enable_cameras", "verbose")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from robolab.algorithms.sync import DEFAULT_BUCKET_MB, SyncedAlgorithm
+from robolab.checkpoint import check_shapes
 from robolab.rsl_rl_api import Distillation as RslRlDistillation
 
 
@@ -30,16 +31,3 @@ class Distillation(SyncedAlgorithm, RslRlDistillation):
         if "student_state_dict" in loaded_dict:
             check_shapes(self.models["student"], loaded_dict["student_state_dict"], "student")
         return super().load(loaded_dict, load_cfg, strict)
-
-
-def check_shapes(model: torch.nn.Module, state: dict[str, torch.Tensor], role: str) -> None:
-    """One-line error naming the first tensor whose shape (or presence) differs from the model's."""
-    expected = model.state_dict()
-    for name, tensor in expected.items():
-        if name not in state:
-            raise ValueError(f"{role} checkpoint has no tensor {name!r} (a different model architecture?)")
-        if tuple(state[name].shape) != tuple(tensor.shape):
-            raise ValueError(
-                f"{role} checkpoint tensor {name!r} has shape {tuple(state[name].shape)}, the {role} model expects "
-                f"{tuple(tensor.shape)} (observation group or hidden_dims differ from the run that trained it)"
-            )

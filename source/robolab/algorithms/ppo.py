@@ -23,8 +23,20 @@ class PPO(SyncedAlgorithm, RslRlPPO):
     """rsl_rl's PPO with gradients averaged across ranks, advantages normalised over every rank's samples, and the
     models, optimiser and normalisers kept identical on every rank."""
 
-    def __init__(self, actor, critic, storage, grad_reduce_bucket_mb: float = DEFAULT_BUCKET_MB, **kwargs):
+    def __init__(
+        self,
+        actor,
+        critic,
+        storage,
+        grad_reduce_bucket_mb: float = DEFAULT_BUCKET_MB,
+        critic_warmup_updates: int = 0,
+        **kwargs,
+    ):
         super().__init__(actor, critic, storage, grad_reduce_bucket_mb=grad_reduce_bucket_mb, **kwargs)
+        self.critic_warmup_updates = critic_warmup_updates
+        """The first this many updates train the critic alone (``PpoCfg.critic_warmup_updates``)."""
+        self.updates_done = 0
+        """Updates made by this run, a resumed one's included (the runner sets it from the checkpoint's iteration)."""
         # The models as given: rsl_rl may later replace self.actor/self.critic with torch.compile wrappers, whose
         # state dicts carry different names; broadcasting and checks use these.
         self.models = {"actor": actor, "critic": critic}
@@ -43,6 +55,25 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         if self.rnd:
             optimizers["rnd_optimizer"] = self.rnd.optimizer
         return optimizers
+
+    def update(self) -> dict[str, float]:
+        """rsl_rl's update; during the critic's warm-up the actor takes no gradient step and the adaptive learning
+        rate (which would read the unchanged actor's zero KL as room to grow) is put back afterwards."""
+        self.updates_done += 1
+        if self.updates_done > self.critic_warmup_updates:
+            return super().update()
+        actor, learning_rate = self.models["actor"], self.learning_rate
+        held = [p for p in actor.parameters() if p.requires_grad]
+        for param in held:
+            param.requires_grad_(False)
+        try:
+            return super().update()
+        finally:
+            for param in held:
+                param.requires_grad_(True)
+            self.learning_rate = learning_rate
+            for group in self.optimizer.param_groups:
+                group["lr"] = learning_rate
 
     def compute_returns(self, obs: TensorDict) -> None:
         super().compute_returns(obs)

@@ -91,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="distillation: the PPO checkpoint of the teacher (default: newest of agent.teacher_experiment)",
     )
+    robolab.add_argument(
+        "--init_policy",
+        default=None,
+        help="PPO: start the policy from this checkpoint's student or actor, the critic fresh "
+        "(default: newest of agent.init_policy_experiment, else from scratch)",
+    )
     sweep = p.add_argument_group("sweeps (Hydra multirun: every job trains in its own process)")
     sweep.add_argument("-m", "--multirun", action="store_true", help="sweep over comma-separated override values")
     sweep.add_argument(

@@ -305,12 +305,34 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         if resumed:
             # model_<it>.pt is the state after iteration it: continue with the next one.
             self.current_learning_iteration = loaded["iter"] + 1
+            if hasattr(self.alg, "updates_done"):  # a critic warm-up that ended before the save stays ended
+                self.alg.updates_done = self.current_learning_iteration
             self.planned_final_iteration = loaded.get("final_iteration")
         if resumed and resume:
             self._restore_env_state(loaded.get("env_state"))
         if resume:
             self._restore_rng(loaded.get("rng_state"), loaded.get("world_size", 1))
         return loaded.get("infos")
+
+    def load_policy(self, path: str) -> None:
+        """Start this run's policy from ``path``: a distillation run's student or a PPO run's actor, whose tensors
+        must fit ``actor`` one for one. The critic, the optimiser and the iteration count stay fresh; the env's
+        curriculum continues from the levels saved with the policy (its commands' ranges too)."""
+        loaded = checkpoint.load(path, map_location=self.device)
+        role = "student" if "student_state_dict" in loaded else "actor"
+        state = loaded.get(f"{role}_state_dict")
+        if state is None:
+            raise checkpoint.CheckpointError(
+                f"--init_policy={path!r} holds no policy (expected a distillation or PPO checkpoint)"
+            )
+        actor = self.alg.get_policy()
+        try:
+            checkpoint.check_shapes(actor, state, "policy")
+        except checkpoint.CheckpointError as err:
+            raise checkpoint.CheckpointError(f"--init_policy={path!r}: {err} (agent.actor must match it)") from None
+        actor.load_state_dict(state, strict=True)
+        self._restore_env_state(loaded.get("env_state"))
+        print(f"[robolab] policy started from the {role} of {path}; the critic starts fresh")
 
     def _restore_env_state(self, states: list[dict] | None) -> None:
         """Each rank resumes its own saved env state; with another number of ranks, every rank reads all ranks'

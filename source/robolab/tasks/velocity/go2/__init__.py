@@ -69,3 +69,11 @@ register_task(
     hydra_task="go2_rough_distillation",
     description="Go2-class quadruped, rough terrain: blind student distilled from a height-scan teacher",
 )
+
+register_task(
+    "RoboLab-Velocity-Rough-Go2-Blind-Finetune-v0",
+    env_cfg_entry_point="robolab.tasks.velocity.go2.env_cfgs:Go2RoughBlindEnvCfg",
+    hydra_task="go2_rough_blind_finetune",
+    description="Go2-class quadruped, rough terrain: the distilled blind student trained on by PPO (its critic sees "
+    "the scan)",
+)
