@@ -90,9 +90,13 @@ def test_warm_up_of_a_negative_count_is_a_one_line_error():
 
 
 class RecordingEnv:
-    """Stands in for the env: keeps what ``load_state_dict`` was given."""
+    """Stands in for the env: keeps what ``load_state_dict`` was given; its own state has ``keys``."""
 
-    state: dict | None = None
+    def __init__(self, keys: tuple[str, ...] = ("terrain.levels",)) -> None:
+        self.keys, self.state = keys, None
+
+    def state_dict(self) -> dict:
+        return {key: torch.zeros(4) for key in self.keys}
 
     def load_state_dict(self, state: dict) -> None:
         self.state = state
@@ -103,6 +107,7 @@ def runner_around(actor: torch.nn.Module, env: RecordingEnv) -> SimpleNamespace:
     runner = SimpleNamespace(device="cpu", alg=SimpleNamespace(get_policy=lambda: actor), env=env)
     runner.gpu_world_size, runner.gpu_global_rank = 1, 0
     runner._restore_env_state = lambda states: OnPolicyRunner._restore_env_state(runner, states)
+    runner._local_env_state = lambda: OnPolicyRunner._local_env_state(runner)
     return runner
 
 
@@ -125,6 +130,19 @@ def test_load_policy_takes_a_students_or_an_actors_weights_and_the_levels(tmp_pa
     for name, tensor in trained.state_dict().items():
         assert torch.equal(actor.state_dict()[name], tensor), name
     assert env.state is not None and torch.equal(env.state["terrain.levels"], levels)
+
+
+def test_load_policy_keeps_this_tasks_env_state_when_the_saved_one_is_of_another_kind(tmp_path):
+    """A flat task's checkpoint (command ranges, no terrain) starting a rough run: the policy loads, the rough env's
+    curriculum and commands stay its own."""
+    obs = TensorDict({"policy": torch.zeros(2, OBS)}, batch_size=[2])
+    actor = MLPModel(obs, {"actor": ["policy"]}, "actor", ACT, [16])
+    path = str(tmp_path / "model_3.pt")
+    flat_state = {"command.base_velocity.lin_vel_x": torch.tensor([-1.0, 1.0])}
+    checkpoint.save_atomic({"actor_state_dict": actor.state_dict(), "env_state": [flat_state]}, path)
+    env = RecordingEnv(keys=("terrain.levels", "command.base_velocity.lin_vel_x"))
+    OnPolicyRunner.load_policy(runner_around(actor, env), path)
+    assert env.state is None
 
 
 def test_load_policy_of_a_file_without_one_changes_nothing(tmp_path):
@@ -172,6 +190,7 @@ def test_a_distilled_student_is_trained_on_by_ppo_from_its_own_weights_and_level
     res = run(train_cmd(*finetune, "--max_iterations", "2", "--log_root", logs))
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"policy started from the student of {student_file}" in res.stdout
+    assert "the curriculum continues from its levels" in res.stdout  # the same env kind: its levels carried on
     run_dir = next(tmp_path.glob("go2_rough_blind_finetune/*"))
     saved_student = torch.load(student_file, weights_only=True)
     first = torch.load(run_dir / "model_0.pt", weights_only=True)  # after one update: the critic's warm-up

@@ -317,7 +317,8 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
     def load_policy(self, path: str) -> None:
         """Start this run's policy from ``path``: a distillation run's student or a PPO run's actor, whose tensors
         must fit ``actor`` one for one. The critic, the optimiser and the iteration count stay fresh; the env's
-        curriculum continues from the levels saved with the policy (its commands' ranges too)."""
+        curriculum continues from the levels saved with the policy (its commands' ranges too) when the saved env
+        state has the keys this env's has."""
         loaded = checkpoint.load(path, map_location=self.device)
         role = "student" if "student_state_dict" in loaded else "actor"
         state = loaded.get(f"{role}_state_dict")
@@ -331,8 +332,14 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         except checkpoint.CheckpointError as err:
             raise checkpoint.CheckpointError(f"--init_policy={path!r}: {err} (agent.actor must match it)") from None
         actor.load_state_dict(state, strict=True)
-        self._restore_env_state(loaded.get("env_state"))
-        print(f"[robolab] policy started from the {role} of {path}; the critic starts fresh")
+        # The curriculum goes on only from an env that keeps what this one keeps (the same terrain and command
+        # terms): another task's saved command ranges would replace this task's.
+        saved, own = loaded.get("env_state"), self._local_env_state()
+        same_kind = bool(saved) and own is not None and set(saved[0]) == set(own)
+        if same_kind:
+            self._restore_env_state(saved)
+        carried = "; the curriculum continues from its levels" if same_kind else ""
+        print(f"[robolab] policy started from the {role} of {path}; the critic starts fresh{carried}")
 
     def _restore_env_state(self, states: list[dict] | None) -> None:
         """Each rank resumes its own saved env state; with another number of ranks, every rank reads all ranks'
