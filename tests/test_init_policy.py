@@ -17,7 +17,7 @@ from tensordict import TensorDict
 from conftest import TINY, run, train_cmd
 from robolab import checkpoint
 from robolab.algorithms import PPO
-from robolab.rl_cfg import AgentConfigError, PpoCfg
+from robolab.rl_cfg import AgentConfigError, OnPolicyRunnerCfg, PpoCfg
 from robolab.runners import OnPolicyRunner
 from test_terrain import SMALL_OVERRIDES
 
@@ -102,9 +102,9 @@ class RecordingEnv:
         self.state = state
 
 
-def runner_around(actor: torch.nn.Module, env: RecordingEnv) -> SimpleNamespace:
+def runner_around(actor: torch.nn.Module, env: RecordingEnv, **cfg) -> SimpleNamespace:
     """What ``OnPolicyRunner.load_policy`` reads of its runner, around a given actor and env."""
-    runner = SimpleNamespace(device="cpu", alg=SimpleNamespace(get_policy=lambda: actor), env=env)
+    runner = SimpleNamespace(device="cpu", alg=SimpleNamespace(get_policy=lambda: actor), env=env, cfg=dict(cfg))
     runner.gpu_world_size, runner.gpu_global_rank = 1, 0
     runner._restore_env_state = lambda states: OnPolicyRunner._restore_env_state(runner, states)
     runner._local_env_state = lambda: OnPolicyRunner._local_env_state(runner)
@@ -143,6 +143,29 @@ def test_load_policy_keeps_this_tasks_env_state_when_the_saved_one_is_of_another
     env = RecordingEnv(keys=("terrain.levels", "command.base_velocity.lin_vel_x"))
     OnPolicyRunner.load_policy(runner_around(actor, env), path)
     assert env.state is None
+
+
+@pytest.mark.parametrize("std_type", ["scalar", "log"])
+def test_init_policy_std_sets_the_loaded_policys_noise(tmp_path, std_type):
+    obs = TensorDict({"policy": torch.zeros(2, OBS)}, batch_size=[2])
+    dist = {"class_name": "GaussianDistribution", "init_std": 0.1, "std_type": std_type}
+    actor = MLPModel(obs, {"actor": ["policy"]}, "actor", ACT, [16], distribution_cfg=dist)
+    path = str(tmp_path / "model_1.pt")
+    checkpoint.save_atomic({"student_state_dict": actor.state_dict()}, path)
+    OnPolicyRunner.load_policy(runner_around(actor, RecordingEnv(), init_policy_std=0.5), path)
+    actor(obs, stochastic_output=True)
+    torch.testing.assert_close(actor.output_std, torch.full((2, ACT), 0.5))
+
+
+def test_init_policy_std_of_a_policy_without_noise_is_a_one_line_error(tmp_path):
+    obs = TensorDict({"policy": torch.zeros(2, OBS)}, batch_size=[2])
+    actor = MLPModel(obs, {"actor": ["policy"]}, "actor", ACT, [16])
+    path = str(tmp_path / "model_1.pt")
+    checkpoint.save_atomic({"actor_state_dict": actor.state_dict()}, path)
+    with pytest.raises(ValueError, match=r"^agent.init_policy_std=0.5: the policy has no learned action noise"):
+        OnPolicyRunner.load_policy(runner_around(actor, RecordingEnv(), init_policy_std=0.5), path)
+    with pytest.raises(AgentConfigError, match=r"^agent.init_policy_std=0: must be None or a finite number > 0$"):
+        OnPolicyRunnerCfg(init_policy_std=0)
 
 
 def test_load_policy_of_a_file_without_one_changes_nothing(tmp_path):

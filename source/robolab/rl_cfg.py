@@ -301,10 +301,16 @@ class OnPolicyRunnerCfg(RunnerCfg):
     init_policy_experiment: str = ""
     """The experiment whose newest checkpoint starts the policy when ``init_policy`` is not given (e.g. the
     distillation run a blind student is fine-tuned from)."""
+    init_policy_std: float | None = None
+    """The action noise (standard deviation of every action) a loaded policy starts with; None: the checkpoint's. A
+    distilled student's is its initial width, since distillation trains the mean alone."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_dir_name("init_policy_experiment", self.init_policy_experiment, allow_empty=True)
+        std = self.init_policy_std
+        ok = std is None or (isinstance(std, (int, float)) and math.isfinite(std) and std > 0)
+        _require("init_policy_std", std, ok, "must be None or a finite number > 0")
 
 
 @dataclass

@@ -15,6 +15,7 @@ What this subclass changes, and why:
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -332,6 +333,9 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         except checkpoint.CheckpointError as err:
             raise checkpoint.CheckpointError(f"--init_policy={path!r}: {err} (agent.actor must match it)") from None
         actor.load_state_dict(state, strict=True)
+        std = self.cfg.get("init_policy_std")
+        if std is not None:
+            set_action_std(actor, float(std))
         # The curriculum goes on only from an env that keeps what this one keeps (the same terrain and command
         # terms): another task's saved command ranges would replace this task's.
         saved, own = loaded.get("env_state"), self._local_env_state()
@@ -339,7 +343,8 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         if same_kind:
             self._restore_env_state(saved)
         carried = "; the curriculum continues from its levels" if same_kind else ""
-        print(f"[robolab] policy started from the {role} of {path}; the critic starts fresh{carried}")
+        noise = f"; its action std set to {std:g}" if std is not None else ""
+        print(f"[robolab] policy started from the {role} of {path}; the critic starts fresh{noise}{carried}")
 
     def _restore_env_state(self, states: list[dict] | None) -> None:
         """Each rank resumes its own saved env state; with another number of ranks, every rank reads all ranks'
@@ -376,6 +381,20 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             torch.manual_seed(seed)
             if isinstance(generator, torch.Generator):
                 generator.manual_seed(seed)
+
+
+def set_action_std(policy: torch.nn.Module, std: float) -> None:
+    """Every action's noise to ``std``, in whichever form the policy's Gaussian keeps it (rsl_rl's ``std_type``)."""
+    distribution = getattr(policy, "distribution", None)
+    if isinstance(getattr(distribution, "std_param", None), torch.nn.Parameter):
+        distribution.std_param.data.fill_(std)
+    elif isinstance(getattr(distribution, "log_std_param", None), torch.nn.Parameter):
+        distribution.log_std_param.data.fill_(math.log(std))
+    else:
+        raise ValueError(
+            f"agent.init_policy_std={std!r}: the policy has no learned action noise to set "
+            "(its distribution_cfg names no Gaussian with a std)"
+        )
 
 
 def _without_task(identity: dict) -> dict:
