@@ -73,6 +73,17 @@ def test_warm_up_trains_the_critic_alone_then_ppo_goes_on_as_rsl_rl_does(recurre
     assert set(changed(actor_before, alg.actor)) == set(actor_before)  # the third update moves the actor
 
 
+def test_a_resumed_run_does_not_warm_up_again():
+    """Loaded at iteration 9, a run with 5 warm-up updates has made 10 updates: its next one trains the actor."""
+    saved = filled_ppo(PPO, critic_warmup_updates=5).save()
+    saved["iter"] = 9
+    alg = filled_ppo(PPO, critic_warmup_updates=5)
+    assert alg.load(saved, None, strict=True) and alg.updates_done == 10
+    before = weights(alg.actor)
+    alg.update()
+    assert set(changed(before, alg.actor)) == set(before)
+
+
 def test_without_warm_up_the_update_is_rsl_rl_s():
     ours, theirs = filled_ppo(PPO, critic_warmup_updates=0), filled_ppo(RslRlPPO)
     for alg in (ours, theirs):

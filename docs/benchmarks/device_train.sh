@@ -1,6 +1,7 @@
 # Sourced by the h200_*.sh training scripts: MuJoCo Warp's site (warp_site.sh) and kernel cache, and the functions
 # `train TASK NAME TAGS...` (a run from launch for TRAIN_S s; its curve of TAGS against wall time, summary, console tail,
-# params and newest checkpoint in $OUT) and `judge TASK NAME` (time_to_walk.py on that run's checkpoints).
+# params and newest checkpoint in $OUT), `judge TASK NAME` (time_to_walk.py on that run's checkpoints) and
+# `newest_checkpoint RUN`.
 here="$(dirname "$0")"
 . "$here/device_env.sh"
 . "$here/warp_site.sh"
@@ -12,6 +13,11 @@ if [ -f .warpcache/warp_cache.tar.xz ] && [ ! -d "$WARP_CACHE_PATH" ]; then
   mkdir -p "$WARP_CACHE_PATH" && tar -xJf .warpcache/warp_cache.tar.xz -C "$WARP_CACHE_PATH"
 fi
 cache_state=$([ -n "$(ls -A "$WARP_CACHE_PATH" 2>/dev/null)" ] && echo warm || echo cold)
+
+# newest_checkpoint RUN: the file name of RUN's highest-iteration model_<it>.pt (nothing when it has none).
+newest_checkpoint() {
+  ls "$1" 2>/dev/null | grep '^model_' | sort -t_ -k2 -n | tail -1
+}
 
 # train TASK NAME TAGS...: TASK from launch for TRAIN_S s; its curve (TAGS against wall time from launch) in
 # $OUT/NAME_curve.json, its summary and console tail; the run's folder in $LOGS.NAME (params and the newest checkpoint
@@ -38,7 +44,7 @@ PY
   cp "$run/summary.json" "$OUT/${name}_summary.json" 2>/dev/null
   tail -c 12000 "$OUT/$name.log" > "$OUT/$name.tail"; rm "$OUT/$name.log"
   mkdir -p "$OUT/${name}_run" && cp -r "$run/params" "$OUT/${name}_run/" \
-    && cp "$run/$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)" "$OUT/${name}_run/"
+    && cp "$run/$(newest_checkpoint "$run")" "$OUT/${name}_run/"
 }
 
 # judge TASK NAME: time_to_walk.py on the run's checkpoints in order ($OUT/NAME_time_to_walk.json).

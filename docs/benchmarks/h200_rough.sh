@@ -151,12 +151,12 @@ train)
   # the params and the newest checkpoint come back too: a later call on a fresh machine evaluates or distils them
   # (carry the folder, then RUN_DIR=<it> ... eval, TEACHER=<it>/model_N.pt ... distill)
   mkdir -p "$OUT/${TAG}run" && cp -r "$run/params" "$OUT/${TAG}run/" \
-    && cp "$run/$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)" "$OUT/${TAG}run/"
+    && cp "$run/$(newest_checkpoint "$run")" "$OUT/${TAG}run/"
   # and the checkpoints nearest KEEP_AT_S (300) s after launch, for the table after 5 minutes
   for at in ${KEEP_AT_S:-300}; do cp "$run/$(newest_before "$run" "$start" "$at")" "$OUT/${TAG}run/"; done ;;
 eval)
   if [ -n "${RUN_DIR:-}" ]; then  # a carried run folder: its newest checkpoint
-    terrain_eval "${EVAL_TASK:-$TASK}" "$(realpath "$RUN_DIR")" "$(ls "$RUN_DIR" | grep '^model_' | sort -t_ -k2 -n | tail -1)" \
+    terrain_eval "${EVAL_TASK:-$TASK}" "$(realpath "$RUN_DIR")" "$(newest_checkpoint "$RUN_DIR")" \
       "${TAG}rough_eval${EVAL_SUFFIX:-}"
     continue
   fi
@@ -174,14 +174,14 @@ distill)
   curve "$run" "$start" Curriculum/terrain_level Metrics/lin_vel_tracking_error Metrics/fall_rate \
     Loss/behavior > "$OUT/${TAG}student_curve.json"
   tail -c 8000 "$OUT/${TAG}student.log" > "$OUT/${TAG}student.tail"; rm "$OUT/${TAG}student.log"
-  ckpt=$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)
+  ckpt=$(newest_checkpoint "$run")
   # the student's params and newest checkpoint come back too, to be judged again later (RUN_DIR=<it> on a machine)
   mkdir -p "$OUT/${TAG}student_run" && cp -r "$run/params" "$run/$ckpt" "$OUT/${TAG}student_run/"
   # DISTILL_EVAL=0 leaves the judging to a later call (or to MuJoCo C here), so that DISTILL_S can fill a call
   [ "${DISTILL_EVAL:-1}" = 0 ] || terrain_eval $STUDENT_TASK "$run" "$ckpt" "${TAG}student_eval" ;;
 finetune)
   student_run=$(ls -td "$LOGS"/go2_rough_distillation/*_"${TAG}rough_h200_student" 2>/dev/null | head -1)
-  student="${STUDENT:-$student_run/$(ls "$student_run" 2>/dev/null | grep '^model_' | sort -t_ -k2 -n | tail -1)}"
+  student="${STUDENT:-$student_run/$(newest_checkpoint "$student_run")}"
   [ -f "$student" ] || { echo "finetune: no student checkpoint ($student): run distill first or set STUDENT"; exit 1; }
   start=$(date +%s.%N)
   timeout -s TERM "${FINETUNE_S:-270}" python3 scripts/train.py --task $FINETUNE_TASK --device cuda \
@@ -191,7 +191,7 @@ finetune)
   curve "$run" "$start" Curriculum/terrain_level Metrics/lin_vel_tracking_error Metrics/fall_rate Train/mean_reward \
     Policy/mean_std > "$OUT/${TAG}finetune_curve.json"
   tail -c 8000 "$OUT/${TAG}finetune.log" > "$OUT/${TAG}finetune.tail"; rm "$OUT/${TAG}finetune.log"
-  ckpt=$(ls "$run" | grep '^model_' | sort -t_ -k2 -n | tail -1)
+  ckpt=$(newest_checkpoint "$run")
   mkdir -p "$OUT/${TAG}finetune_run" && cp -r "$run/params" "$run/$ckpt" "$OUT/${TAG}finetune_run/"
   [ "${FINETUNE_EVAL:-1}" = 0 ] || terrain_eval $FINETUNE_TASK "$run" "$ckpt" "${TAG}finetune_eval"
   if [ "${STUDENT_EVAL:-0}" = 1 ]; then

@@ -265,18 +265,20 @@ def _free_run_dir(experiment_dir: str, run_name: str) -> str:
 
 def find_teacher(agent: dict, log_root: str) -> str:
     """The teacher file of a distillation run: given, or the newest checkpoint of the teacher experiment."""
-    return _given_or_newest(agent.get("teacher_checkpoint"), agent.get("teacher_experiment"), log_root, "teacher")
+    given, experiment = agent.get("teacher_checkpoint"), agent.get("teacher_experiment")
+    return _given_or_newest(given, experiment, log_root, "teacher", "--teacher_checkpoint")
 
 
 def find_init_policy(agent: dict, log_root: str) -> str | None:
     """The checkpoint a PPO run's policy starts from: given, the newest of ``init_policy_experiment``, or None."""
-    if not agent.get("init_policy") and not agent.get("init_policy_experiment"):
+    given, experiment = agent.get("init_policy"), agent.get("init_policy_experiment")
+    if not given and not experiment:
         return None
-    return _given_or_newest(agent.get("init_policy"), agent.get("init_policy_experiment"), log_root, "init_policy")
+    return _given_or_newest(given, experiment, log_root, "init_policy", "--init_policy")
 
 
-def _given_or_newest(given: str | None, experiment: str | None, log_root: str, role: str) -> str:
-    flag = "--teacher_checkpoint" if role == "teacher" else "--init_policy"
+def _given_or_newest(given: str | None, experiment: str | None, log_root: str, role: str, flag: str) -> str:
+    """``given`` (passed as ``flag``), checked to exist, else the newest checkpoint of ``experiment``."""
     if given:
         if not os.path.isfile(given):
             raise FileNotFoundError(f"{flag}={given!r}: no such file")

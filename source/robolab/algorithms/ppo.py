@@ -36,7 +36,7 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         self.critic_warmup_updates = critic_warmup_updates
         """The first this many updates train the critic alone (``PpoCfg.critic_warmup_updates``)."""
         self.updates_done = 0
-        """Updates made by this run, a resumed one's included (the runner sets it from the checkpoint's iteration)."""
+        """Updates made by this run, a resumed one's included (``load`` sets it from the checkpoint's iteration)."""
         # The models as given: rsl_rl may later replace self.actor/self.critic with torch.compile wrappers, whose
         # state dicts carry different names; broadcasting and checks use these.
         self.models = {"actor": actor, "critic": critic}
@@ -74,6 +74,12 @@ class PPO(SyncedAlgorithm, RslRlPPO):
             self.learning_rate = learning_rate
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate
+
+    def load(self, loaded_dict: dict, load_cfg: dict | None, strict: bool) -> bool:
+        resumed = super().load(loaded_dict, load_cfg, strict)
+        if resumed:  # one update per iteration: a critic warm-up that ended before the save stays ended
+            self.updates_done = loaded_dict["iter"] + 1
+        return resumed
 
     def compute_returns(self, obs: TensorDict) -> None:
         super().compute_returns(obs)

@@ -306,8 +306,6 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         if resumed:
             # model_<it>.pt is the state after iteration it: continue with the next one.
             self.current_learning_iteration = loaded["iter"] + 1
-            if hasattr(self.alg, "updates_done"):  # a critic warm-up that ended before the save stays ended
-                self.alg.updates_done = self.current_learning_iteration
             self.planned_final_iteration = loaded.get("final_iteration")
         if resumed and resume:
             self._restore_env_state(loaded.get("env_state"))
