@@ -165,7 +165,9 @@ def test_init_policy_std_sets_the_loaded_policys_noise(tmp_path, std_type):
     checkpoint.save_atomic({"student_state_dict": actor.state_dict()}, path)
     OnPolicyRunner.load_policy(runner_around(actor, RecordingEnv(), init_policy_std=0.5), path)
     actor(obs, stochastic_output=True)
-    torch.testing.assert_close(actor.output_std, torch.full((2, ACT), 0.5))
+    torch.testing.assert_close(
+        actor.output_std, torch.full((2, ACT), 0.5), rtol=1e-6, atol=0.0
+    )  # exp(log 0.5) for "log"
 
 
 def test_init_policy_std_of_a_policy_without_noise_is_a_one_line_error(tmp_path):
