@@ -145,6 +145,23 @@ def test_two_ranks_times_b_equal_one_rank_times_2b(tmp_path, extension):
 
 
 @pytest.mark.slow
+def test_robolabs_update_on_two_ranks_gives_rsl_rls(tmp_path):
+    """robolab's sync-free update (the KL all-reduced and the learning rate decided on the device) against rsl_rl's
+    own on 2 gloo ranks, from the same advantages: the same gradients, parameters and learning rate."""
+    ours, theirs = tmp_path / "robolab.pt", tmp_path / "rsl.pt"
+    helper = str(HELPERS / "ppo_equivalence.py")
+    for out, which in ((ours, "robolab"), (theirs, "rsl_rl")):
+        res = run(torchrun(2, helper, str(out), which, "rank_local_advantages"), timeout=120)
+        assert res.returncode == 0, res.stderr[-3000:]
+    mine, reference = torch.load(ours), torch.load(theirs)
+    for kind in ("grads", "params"):
+        for name, value in reference[kind].items():
+            torch.testing.assert_close(mine[kind][name], value, rtol=1e-5, atol=1e-6, msg=f"{kind} {name}")
+    assert mine["lr"] == pytest.approx(reference["lr"], rel=1e-6)
+    assert reference["lr"] != 1e-3  # the adaptive schedule moved it, on both
+
+
+@pytest.mark.slow
 def test_replication_check_names_the_diverging_tensor():
     res = run(torchrun(2, str(HELPERS / "check_replication_detects.py")), timeout=120)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]

@@ -90,8 +90,9 @@ def test_without_warm_up_the_update_is_rsl_rl_s():
         torch.manual_seed(1)  # the same mini-batch shuffle
         alg.update()
     for name, p in ours.actor.state_dict().items():
-        torch.testing.assert_close(p, theirs.actor.state_dict()[name], rtol=0, atol=0, msg=name)
-    assert ours.learning_rate == theirs.learning_rate
+        torch.testing.assert_close(p, theirs.actor.state_dict()[name], rtol=1e-5, atol=1e-6, msg=name)
+    # The learning rate is a float32 tensor on the device (tests/test_ppo_update.py), rsl_rl's a Python float.
+    assert ours.learning_rate == pytest.approx(theirs.learning_rate, rel=1e-6)
 
 
 def test_warm_up_of_a_negative_count_is_a_one_line_error():

@@ -80,3 +80,14 @@ def test_robolab_learn_loop_trains_exactly_like_rsl_rls(tmp_path):
     fresh = OnPolicyRunner(env, agent).alg.get_policy().state_dict()
     assert any(not torch.equal(fresh[k], finals["robolab"][k]) for k in fresh)
     env.close()
+
+
+def test_robolab_distillation_and_models_expose_what_the_updates_read_from_rsl_rl():
+    from test_distillation_update import build
+
+    alg = build(rsl_rl_api.Distillation, recurrent=False)
+    missing = [a for a in rsl_rl_api.DISTILLATION_ATTRIBUTES if not hasattr(alg, a)]
+    assert not missing, f"rsl_rl's Distillation no longer sets {missing}"
+    properties = ("output_entropy", "output_distribution_params", "is_recurrent")
+    missing = [name for name in properties if not hasattr(type(alg.student), name)]
+    assert not missing, f"rsl_rl's MLPModel no longer has {missing}"

@@ -6,14 +6,19 @@ collect and update time of full training iterations, and the ratio rollout/physi
 Distributed (under torchrun): the same training figures per rank plus the time spent in the gradient
 all-reduce; steps/s count all ranks. ``scaling`` launches one torchrun job per world size and reports scaling
 efficiency = steps/s(N) / (N x steps/s(1)), all from one invocation.
+
+``--update``: robolab's PPO update against rsl_rl's own on one real rollout of the task, alternately, in one process
+(``time_update``): the ratio of the two is the figure, measured in one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,6 +27,7 @@ import time
 import torch
 
 from robolab import distributed
+from robolab.rsl_rl_api import PPO as RslRlPPO
 from robolab.session import prepare_benchmark
 
 
@@ -98,6 +104,9 @@ def benchmark(args: argparse.Namespace, overrides: list[str]) -> dict:
         "python": platform.python_version(),
     }
     with closer:
+        if args.update:
+            result.update(time_update(runner, args.iterations))
+            return result
         if not args.skip_physics and ctx.is_main:
             policy = runner.get_inference_policy(device=device)
             result["physics_env_steps_per_s"] = round(time_physics(env, args.physics_steps), 1)
@@ -134,6 +143,55 @@ def time_training(runner, world_size: int, iterations: int) -> dict:
         "allreduce_share_of_update": round(allreduce["s"] / max(sum(learn), 1e-9), 4),
         "update_share_of_iter": round(sum(learn) / max(sum(collect) + sum(learn), 1e-9), 4),
         "train_env_steps_per_s": round(steps_per_it * iterations / wall, 1),
+    }
+
+
+def rsl_rl_twin(alg) -> RslRlPPO:
+    """rsl_rl's own PPO with copies of ``alg``'s models, its settings, its optimiser class and its storage."""
+    names = ("num_learning_epochs", "num_mini_batches", "clip_param", "gamma", "lam", "value_loss_coef")
+    names += ("entropy_coef", "learning_rate", "max_grad_norm", "use_clipped_value_loss", "schedule", "desired_kl")
+    names += ("normalize_advantage_per_mini_batch", "use_mixed_precision", "device")
+    twin = RslRlPPO(
+        copy.deepcopy(alg.models["actor"]),
+        copy.deepcopy(alg.models["critic"]),
+        alg.storage,
+        **{name: getattr(alg, name) for name in names},
+    )
+    twin.optimizer = type(alg.optimizer)(twin.optimizer.param_groups[0]["params"], lr=alg.learning_rate)
+    twin.rnd, twin.symmetry = alg.rnd, alg.symmetry
+    return twin
+
+
+def time_update(runner, repeats: int) -> dict:
+    """Milliseconds per ``update()`` of robolab's PPO and of rsl_rl's (a twin with copied models), alternately on the
+    same real rollout of the task, after one warm-up update each. The update does not consume the rollout (rsl_rl's
+    ``storage.clear()`` only rewinds the step counter), so every call does the same work."""
+    alg = runner.alg
+    if not isinstance(alg, RslRlPPO) or type(alg).__name__ != "PPO":
+        raise ValueError(f"--update times PPO's update; this task's algorithm is {type(alg).__name__}")
+    alg.train_mode()
+    runner._collect(runner.env.get_observations().to(runner.device))
+    twin = rsl_rl_twin(alg)
+    twin.train_mode()
+    times: dict[str, list[float]] = {"robolab": [], "rsl_rl": []}
+    for k in range(repeats + 1):
+        for name, algorithm in (("robolab", alg), ("rsl_rl", twin)):
+            _sync(alg.device)
+            start = time.perf_counter()
+            algorithm.update()
+            _sync(alg.device)
+            if k > 0:  # the first of each allocates the optimiser's state
+                times[name].append(1000 * (time.perf_counter() - start))
+    ours, theirs = statistics.median(times["robolab"]), statistics.median(times["rsl_rl"])
+    return {
+        "update_repeats": repeats,
+        "update_epochs": alg.num_learning_epochs,
+        "update_minibatches": alg.num_mini_batches,
+        "update_ms_robolab": round(ours, 2),
+        "update_ms_rsl_rl": round(theirs, 2),
+        "update_rsl_rl_over_robolab": round(theirs / ours, 3),
+        "update_ms_each": {name: [round(t, 2) for t in ts] for name, ts in times.items()},
+        "optimizer": f"{type(alg.optimizer).__name__} {getattr(alg.optimizer, 'defaults', {}).get('fused')}",
     }
 
 

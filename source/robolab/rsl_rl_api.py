@@ -2,8 +2,8 @@
 
 robolab subclasses rsl_rl's runner, algorithms and logger and calls a few of its utilities, all through their
 public API: constructors, public methods and the attributes rsl_rl documents. Where robolab needs a method to
-behave differently it overrides the method whole (``OnPolicyRunner.__init__`` and ``learn``, the logger's
-``process_env_step``), never by reaching into rsl_rl's private state.
+behave differently it overrides the method whole (``OnPolicyRunner.__init__`` and ``learn``, ``PPO.update`` and
+``Distillation.update``, the logger's ``process_env_step``), never by reaching into rsl_rl's private state.
 
 ``SURFACE`` lists each name robolab relies on with the parameters robolab passes, overrides or reads;
 ``surface_mismatches()`` compares it with the installed rsl-rl-lib, and ``tests/test_rsl_rl_api.py`` fails
@@ -17,15 +17,19 @@ import inspect
 import rsl_rl
 from rsl_rl.algorithms import PPO, Distillation
 from rsl_rl.env import VecEnv
+from rsl_rl.models import MLPModel
 from rsl_rl.modules import MLP, EmpiricalNormalization
 from rsl_rl.runners import OnPolicyRunner
+from rsl_rl.storage import RolloutStorage
 from rsl_rl.utils import reduce_gradients_in_buckets, resolve_callable, resolve_obs_groups
 from rsl_rl.utils.log_writer import LogWriter
 from rsl_rl.utils.logger import Logger
 
 __all__ = [
+    "DISTILLATION_ATTRIBUTES",
     "MLP",
     "PPO",
+    "PPO_ATTRIBUTES",
     "SURFACE",
     "Distillation",
     "EmpiricalNormalization",
@@ -62,9 +66,21 @@ SURFACE: dict[str, tuple[str, ...]] = {
     "PPO.broadcast_parameters": (),
     "PPO.reduce_parameters": (),
     "Distillation.construct_algorithm": ("obs", "env", "cfg", "device"),
+    "Distillation.update": (),
     "Distillation.load": ("loaded_dict", "load_cfg", "strict"),
     "Distillation.broadcast_parameters": (),
     "Distillation.reduce_parameters": (),
+    # what robolab's PPO.update and Distillation.update (overridden whole) call on the storage and the models
+    "RolloutStorage.mini_batch_generator": ("num_mini_batches", "num_epochs"),
+    "RolloutStorage.recurrent_mini_batch_generator": ("num_mini_batches", "num_epochs"),
+    "RolloutStorage.generator": (),
+    "MLPModel.forward": ("obs", "masks", "hidden_state", "stochastic_output"),
+    "MLPModel.get_output_log_prob": ("outputs",),
+    "MLPModel.get_kl_divergence": ("old_params", "new_params"),
+    "MLPModel.update_normalization": ("obs",),
+    "MLPModel.reset": ("dones", "hidden_state"),
+    "MLPModel.detach_hidden_state": ("dones",),
+    "MLPModel.get_hidden_state": (),
     # logger: robolab's subclass keeps the writer set-up and replaces the bookkeeping
     "Logger.__init__": (
         "log_dir",
@@ -96,22 +112,56 @@ CONSTRUCTOR_KEYWORDS: dict[str, tuple[str, ...]] = {
     "Distillation.__init__": ("student", "teacher", "storage", "device", "multi_gpu_cfg", "grad_reduce_bucket_mb"),
 }
 
-# Attributes of a constructed PPO that robolab's subclasses read (public in rsl_rl: no leading underscore).
+# Attributes of a constructed PPO that robolab's subclasses read (public in rsl_rl: no leading underscore); most are
+# the settings robolab's update (overridden whole) reads where rsl_rl's did.
 PPO_ATTRIBUTES = (
     "storage",
     "optimizer",
     "rnd",
+    "symmetry",
+    "actor",
+    "critic",
     "is_multi_gpu",
+    "gpu_world_size",
     "normalize_advantage_per_mini_batch",
     "learning_rate",
     "device",
     "transition",
+    "clip_param",
+    "num_learning_epochs",
+    "num_mini_batches",
+    "value_loss_coef",
+    "entropy_coef",
+    "max_grad_norm",
+    "use_clipped_value_loss",
+    "desired_kl",
+    "schedule",
+    "use_mixed_precision",
+)
+
+# The same for Distillation, whose update robolab overrides whole too.
+DISTILLATION_ATTRIBUTES = (
+    "student",
+    "teacher",
+    "storage",
+    "optimizer",
+    "device",
+    "is_multi_gpu",
+    "num_updates",
+    "num_learning_epochs",
+    "gradient_length",
+    "max_grad_norm",
+    "loss_fn",
+    "last_hidden_states",
+    "use_mixed_precision",
 )
 
 _NAMES = {
     "OnPolicyRunner": OnPolicyRunner,
     "PPO": PPO,
     "Distillation": Distillation,
+    "RolloutStorage": RolloutStorage,
+    "MLPModel": MLPModel,
     "Logger": Logger,
     "LogWriter": LogWriter,
     "MLP": MLP,

@@ -1,11 +1,12 @@
 """Test helper: one PPO update on fixed data, split across however many ranks are running.
 
-Usage: python ppo_equivalence.py OUT_FILE ALGORITHM [symmetry]   (ALGORITHM: robolab or rsl_rl)
+Usage: python ppo_equivalence.py OUT_FILE ALGORITHM [symmetry] [rank_local_advantages]   (ALGORITHM: robolab or rsl_rl)
 Every rank builds the same models from one seed and the same global batch of 2 x 8 envs x 6 steps, keeps its
 share of the envs, runs ``update()`` and rank 0 writes the resulting parameters and first-step gradients.
 The two env halves get different reward scales so rank-local advantage normalisation would show. With
 ``symmetry``, rsl_rl's symmetry extension runs too (a toy mirror: data augmentation and the mirror loss), so each
-rank's augmented minibatch must still add up to the big batch's.
+rank's augmented minibatch must still add up to the big batch's. With ``rank_local_advantages``, robolab computes
+its returns as rsl_rl does (each rank normalises its own advantages), so only the two ``update()``s differ.
 """
 
 import sys
@@ -23,7 +24,8 @@ from robolab.distributed import read_context
 TOTAL_ENVS, STEPS, OBS, ACT = 16, 6, 5, 3
 
 out_file, which = sys.argv[1], sys.argv[2]
-symmetric = sys.argv[3:] == ["symmetry"]
+symmetric = "symmetry" in sys.argv[3:]
+rank_local_advantages = "rank_local_advantages" in sys.argv[3:]
 ctx = read_context()
 distributed.initialize(ctx, "cpu")
 share = TOTAL_ENVS // ctx.world_size
@@ -108,7 +110,10 @@ for t in range(STEPS):
     tr.dones = dones_all[t, envs]
     alg.storage.add_transition(tr)
     tr.clear()
-alg.compute_returns(obs_at(STEPS))
+if rank_local_advantages:
+    RslRlPPO.compute_returns(alg, obs_at(STEPS))
+else:
+    alg.compute_returns(obs_at(STEPS))
 
 # Record the gradient of the first minibatch step as well as the parameters after the whole update.
 first_grads = {}

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import torch
 from tensordict import TensorDict
+from torch import nn
 
 from robolab import distributed
+from robolab.algorithms.device_lr import adapt_learning_rate, device_lr_optimizer
 from robolab.algorithms.sync import DEFAULT_BUCKET_MB, SyncedAlgorithm
 from robolab.rsl_rl_api import PPO as RslRlPPO
 
@@ -41,6 +43,8 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         # state dicts carry different names; broadcasting and checks use these.
         self.models = {"actor": actor, "critic": critic}
         self.sync_bucket_mb = grad_reduce_bucket_mb
+        # The learning rate lives on the device (see ``learning_rate``): the optimiser reads it there.
+        self.optimizer = device_lr_optimizer(self.optimizer, self._lr)
 
     def synced_modules(self) -> dict[str, torch.nn.Module]:
         """Every module whose parameters and buffers must be identical on all ranks."""
@@ -56,24 +60,128 @@ class PPO(SyncedAlgorithm, RslRlPPO):
             optimizers["rnd_optimizer"] = self.rnd.optimizer
         return optimizers
 
+    # --- the learning rate, a tensor on the device -------------------------------------------------------------
+    @property
+    def learning_rate(self) -> float:
+        """The optimiser's learning rate (a host read: the runner logs it once per iteration)."""
+        return float(self._lr)
+
+    @learning_rate.setter
+    def learning_rate(self, value: float | torch.Tensor) -> None:
+        # rsl_rl's constructor sets it before the optimiser exists: the tensor is made then and only filled after.
+        if "_lr" not in self.__dict__:
+            self._lr = torch.tensor(float(value), dtype=torch.float32, device=self.device)
+        else:
+            self._lr.fill_(float(value))
+
+    # --- the update ----------------------------------------------------------------------------------------------
     def update(self) -> dict[str, float]:
-        """rsl_rl's update; during the critic's warm-up the actor takes no gradient step and the adaptive learning
-        rate (which would read the unchanged actor's zero KL as room to grow) is put back afterwards."""
+        """One PPO update; during the critic's warm-up the actor takes no gradient step and the adaptive learning rate
+        (which would read the unchanged actor's zero KL as room to grow) is put back afterwards."""
         self.updates_done += 1
         if self.updates_done > self.critic_warmup_updates:
-            return super().update()
-        actor, learning_rate = self.models["actor"], self.learning_rate
-        held = [p for p in actor.parameters() if p.requires_grad]
+            return self.ppo_update()
+        held = [p for p in self.models["actor"].parameters() if p.requires_grad]
+        learning_rate = self._lr.clone()
         for param in held:
             param.requires_grad_(False)
         try:
-            return super().update()
+            return self.ppo_update()
         finally:
             for param in held:
                 param.requires_grad_(True)
-            self.learning_rate = learning_rate
-            for group in self.optimizer.param_groups:
-                group["lr"] = learning_rate
+            self._lr.copy_(learning_rate)
+
+    def ppo_update(self) -> dict[str, float]:
+        """rsl_rl's ``PPO.update``, step for step, without a host read inside the loop: the adaptive learning rate is
+        decided on the device (``adapt_learning_rate``) and the losses are summed as tensors, read once at the end.
+        ``tests/test_ppo_update.py`` holds it to rsl_rl's parameters."""
+        names = ["value", "surrogate", "entropy"] + ["rnd"] * bool(self.rnd) + ["symmetry"] * bool(self.symmetry)
+        totals = torch.zeros(len(names), device=self.device)
+        if self.actor.is_recurrent or self.critic.is_recurrent:
+            batches = self.storage.recurrent_mini_batch_generator(self.num_mini_batches, self.num_learning_epochs)
+        else:
+            batches = self.storage.mini_batch_generator(self.num_mini_batches, self.num_learning_epochs)
+        for batch in batches:
+            losses = self.minibatch_step(batch)
+            totals += torch.stack([loss.detach().float() for loss in losses])
+
+        obs = self.storage.observations.flatten(0, 1)
+        self.actor.update_normalization(obs)  # type: ignore[operator]
+        self.critic.update_normalization(obs)  # type: ignore[operator]
+        if self.rnd:
+            self.rnd.update_normalization(obs)  # type: ignore[operator]
+        self.storage.clear()
+        means = (totals / (self.num_learning_epochs * self.num_mini_batches)).tolist()  # the update's one host read
+        return dict(zip(names, means))
+
+    def minibatch_step(self, batch) -> list[torch.Tensor]:
+        """One gradient step on one minibatch; returns its losses (value, surrogate, entropy[, rnd][, symmetry])."""
+        original_batch_size = batch.observations.batch_size[0]
+        if self.normalize_advantage_per_mini_batch:
+            with torch.no_grad():
+                batch.advantages = (batch.advantages - batch.advantages.mean()) / (batch.advantages.std() + 1e-8)
+        if self.symmetry:
+            self.symmetry.augment_batch(batch, original_batch_size)
+
+        device_type = torch.device(self.device).type
+        with torch.amp.autocast(device_type=device_type, enabled=self.use_mixed_precision, dtype=torch.bfloat16):
+            self.actor(
+                batch.observations, masks=batch.masks, hidden_state=batch.hidden_states[0], stochastic_output=True
+            )
+            actions_log_prob = self.actor.get_output_log_prob(batch.actions)  # type: ignore[arg-type]
+            values = self.critic(batch.observations, masks=batch.masks, hidden_state=batch.hidden_states[1])
+            # Only the original samples count for the KL and the entropy when symmetry augmented the batch.
+            distribution_params = tuple(p[:original_batch_size] for p in self.actor.output_distribution_params)
+            entropy = self.actor.output_entropy[:original_batch_size].mean()
+
+            if self.desired_kl is not None and self.schedule == "adaptive":
+                with torch.inference_mode():
+                    kl_mean = self.actor.get_kl_divergence(batch.old_distribution_params, distribution_params).mean()  # type: ignore[arg-type]
+                    if self.is_multi_gpu:
+                        torch.distributed.all_reduce(kl_mean, op=torch.distributed.ReduceOp.SUM)
+                        kl_mean /= self.gpu_world_size
+                    adapt_learning_rate(self._lr, kl_mean, self.desired_kl)
+                    if self.is_multi_gpu:  # as in rsl_rl, rank 0's decision holds on every rank
+                        torch.distributed.broadcast(self._lr, src=0)
+
+            advantages = torch.squeeze(batch.advantages)  # type: ignore[arg-type]
+            ratio = torch.exp(actions_log_prob - torch.squeeze(batch.old_actions_log_prob))  # type: ignore[arg-type]
+            clipped_ratio = torch.clamp(ratio, 1.0 - self.clip_param, 1.0 + self.clip_param)
+            surrogate_loss = torch.max(-advantages * ratio, -advantages * clipped_ratio).mean()
+
+            if self.use_clipped_value_loss:
+                value_clipped = batch.values + (values - batch.values).clamp(-self.clip_param, self.clip_param)
+                value_losses = (values - batch.returns).pow(2)
+                value_losses_clipped = (value_clipped - batch.returns).pow(2)
+                value_loss = torch.max(value_losses, value_losses_clipped).mean()
+            else:
+                value_loss = (batch.returns - values).pow(2).mean()
+
+            loss = surrogate_loss + self.value_loss_coef * value_loss - self.entropy_coef * entropy
+            losses = [value_loss, surrogate_loss, entropy]
+            if self.rnd:
+                rnd_loss = self.rnd.compute_loss(batch.observations[:original_batch_size])  # type: ignore[index]
+                losses.append(rnd_loss)
+            if self.symmetry:
+                symmetry_loss = self.symmetry.compute_loss(self.actor, batch, original_batch_size)
+                if self.symmetry.use_mirror_loss:
+                    loss = loss + self.symmetry.mirror_loss_coeff * symmetry_loss
+                losses.append(symmetry_loss)
+
+        self.optimizer.zero_grad()
+        loss.backward()
+        if self.rnd:
+            self.rnd.optimizer.zero_grad()
+            rnd_loss.backward()
+        if self.is_multi_gpu:
+            self.reduce_parameters()
+        nn.utils.clip_grad_norm_(self.actor.parameters(), self.max_grad_norm)
+        nn.utils.clip_grad_norm_(self.critic.parameters(), self.max_grad_norm)
+        self.optimizer.step()
+        if self.rnd:
+            self.rnd.optimizer.step()
+        return losses
 
     def load(self, loaded_dict: dict, load_cfg: dict | None, strict: bool) -> bool:
         resumed = super().load(loaded_dict, load_cfg, strict)

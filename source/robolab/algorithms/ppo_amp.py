@@ -100,7 +100,9 @@ class PPOAMP(PPO):
         return losses
 
     def update_discriminator(self) -> dict[str, float]:
-        totals = {"amp_discriminator": 0.0, "amp_grad_penalty": 0.0, "amp_d_expert": 0.0, "amp_d_policy": 0.0}
+        """``num_disc_updates`` steps of the discriminator; its losses are summed on the device and read once."""
+        names = ("amp_discriminator", "amp_grad_penalty", "amp_d_expert", "amp_d_policy")
+        totals = torch.zeros(len(names), device=self.device)
         cfg = self.amp_cfg
         for _ in range(cfg.num_disc_updates):
             policy_s, policy_next = self.replay.sample(cfg.batch_size)
@@ -116,9 +118,8 @@ class PPOAMP(PPO):
             self.disc_optimizer.step()
             # Merged across ranks inside EmpiricalNormalization when a process group exists.
             self.amp_normalizer.update(torch.cat([policy_s, expert_s]))
-            for key, value in zip(totals, (loss, penalty, d_expert.mean(), d_policy.mean())):
-                totals[key] += value.item() / cfg.num_disc_updates
-        return totals
+            totals += torch.stack([v.detach().float() for v in (loss, penalty, d_expert.mean(), d_policy.mean())])
+        return dict(zip(names, (totals / cfg.num_disc_updates).tolist()))
 
     # --- state ------------------------------------------------------------------------------------------------
     def train_mode(self) -> None:

@@ -68,5 +68,5 @@ class SyncedAlgorithm:
                 for key, value in state.items():
                     if torch.is_tensor(value):
                         named[f"{prefix}.state.{param_id}.{key}"] = value
-            named[f"{prefix}.lr"] = torch.tensor([g["lr"] for g in optimizer.param_groups], dtype=torch.float64)
+            named[f"{prefix}.lr"] = torch.tensor([float(g["lr"]) for g in optimizer.param_groups], dtype=torch.float64)
         return named

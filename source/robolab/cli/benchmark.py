@@ -27,6 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--distributed", action="store_true")
     p.add_argument("--scaling", default=None, help="comma-separated world sizes, e.g. 1,2: run each under torchrun")
     p.add_argument("--skip_physics", action="store_true", help="only time training iterations")
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="time robolab's PPO update against rsl_rl's on one rollout (--iterations updates of each, alternately)",
+    )
     p.add_argument("--output", default=None, help="write the JSON here (default: print only)")
     return p
 

@@ -1,0 +1,213 @@
+"""robolab's sync-free ``PPO.update`` against rsl_rl's own, on the same data and seed.
+
+robolab overrides the update whole (the learning rate a device tensor, losses read once), so these tests hold it to
+rsl_rl's result: the same parameters to float tolerance after three updates, for every schedule, loss option,
+optimiser, recurrent models, mixed precision and the symmetry and RND extensions. ``ROBOLAB_TEST_DEVICE=cuda`` runs
+them on a GPU (``docs/benchmarks/h200_update.sh``), where the fused and capturable optimiser kernels are the ones
+that differ from rsl_rl's, and where ``test_a_minibatch_step_reads_nothing_back_to_the_host`` can see a host read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+from rsl_rl.algorithms import PPO as RslRlPPO
+from rsl_rl.models import MLPModel, RNNModel
+from rsl_rl.storage import RolloutStorage
+from tensordict import TensorDict
+
+from robolab.algorithms import PPO
+from robolab.algorithms.device_lr import adapt_learning_rate
+
+DEVICE = os.environ.get("ROBOLAB_TEST_DEVICE", "cpu")
+ENVS, STEPS, OBS, ACT = 16, 8, 6, 4
+TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
+
+
+def mirror(env, obs=None, actions=None):
+    """A toy mirror for rsl_rl's symmetry extension: observations negated, the first two actions swapped."""
+    mirrored_obs = None if obs is None else torch.cat([obs, obs.apply(lambda x: -x)], dim=0)
+    mirrored_actions = None if actions is None else torch.cat([actions, actions[..., [1, 0, 2, 3]]], dim=0)
+    return mirrored_obs, mirrored_actions
+
+
+def build(cls, recurrent: bool = False, **kwargs):
+    """``cls`` (robolab's or rsl_rl's PPO) with models made from one seed, on ``DEVICE``."""
+    x = torch.zeros(ENVS, OBS, device=DEVICE)
+    obs = TensorDict({"policy": x, "critic": x}, batch_size=[ENVS], device=DEVICE)
+    groups = {"actor": ["policy"], "critic": ["critic"]}
+    torch.manual_seed(0)
+    model, extra = (RNNModel, {"rnn_type": "gru", "rnn_hidden_dim": 8}) if recurrent else (MLPModel, {})
+    dist = {"class_name": "GaussianDistribution", "init_std": 0.7}
+    actor = model(obs, groups, "actor", ACT, hidden_dims=[32], obs_normalization=True, distribution_cfg=dist, **extra)
+    critic = model(obs, groups, "critic", 1, hidden_dims=[32], obs_normalization=True, **extra)
+    storage = RolloutStorage("rl", ENVS, STEPS, obs, [ACT], DEVICE)
+    settings = {"num_learning_epochs": 3, "num_mini_batches": 4, "learning_rate": 1e-3, "device": DEVICE, **kwargs}
+    return cls(actor.to(DEVICE), critic.to(DEVICE), storage, **settings)
+
+
+def collect(alg, seed: int) -> None:
+    """One rollout of fixed random observations, rewards and dones, as the runner collects it."""
+    g = torch.Generator().manual_seed(seed)
+    xs = (torch.randn(STEPS + 1, ENVS, OBS, generator=g) * 2.0).to(DEVICE)
+    rewards = torch.randn(STEPS, ENVS, generator=g).to(DEVICE)
+    dones = (torch.rand(STEPS, ENVS, generator=g) < 0.15).to(DEVICE)
+    obs = [TensorDict({"policy": x, "critic": x}, batch_size=[ENVS], device=DEVICE) for x in xs]
+    torch.manual_seed(seed)  # the action noise
+    with torch.inference_mode():
+        for t in range(STEPS):
+            alg.act(obs[t])
+            alg.process_env_step(obs[t + 1], rewards[t], dones[t], {})
+        alg.compute_returns(obs[STEPS])
+
+
+def train(alg, updates: int = 3) -> list[dict[str, float]]:
+    losses = []
+    for k in range(updates):
+        collect(alg, seed=10 + k)
+        torch.manual_seed(100 + k)  # the same minibatch shuffle for both
+        losses.append(alg.update())
+    return losses
+
+
+def assert_same_models(ours, theirs) -> None:
+    for part in ("actor", "critic"):
+        mine, reference = getattr(ours, part).state_dict(), getattr(theirs, part).state_dict()
+        assert mine.keys() == reference.keys()
+        for name, tensor in reference.items():
+            torch.testing.assert_close(mine[name], tensor, **TOLERANCE, msg=f"{part}.{name}")
+
+
+CASES = {
+    "adaptive": {},
+    "fixed": {"schedule": "fixed"},
+    "unclipped_value_loss": {"use_clipped_value_loss": False},
+    "advantages_per_minibatch": {"normalize_advantage_per_mini_batch": True},
+    "adamw": {"optimizer": "adamw"},
+    "sgd": {"optimizer": "sgd", "learning_rate": 3e-3},
+    "rmsprop": {"optimizer": "rmsprop"},
+    "tight_kl": {"desired_kl": 1e-5},  # the rate shrinks, down to its floor of 1e-5
+    "symmetry": {
+        "symmetry_cfg": {
+            "env": None,
+            "data_augmentation_func": mirror,
+            "use_data_augmentation": True,
+            "use_mirror_loss": True,
+            "mirror_loss_coeff": 0.3,
+        }
+    },
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_three_updates_give_rsl_rls_parameters_losses_and_learning_rate(case):
+    ours, theirs = build(PPO, **CASES[case]), build(RslRlPPO, **CASES[case])
+    our_losses, their_losses = train(ours), train(theirs)
+    assert_same_models(ours, theirs)
+    for mine, reference in zip(our_losses, their_losses):
+        assert mine.keys() == reference.keys()
+        for key, value in reference.items():
+            assert mine[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+    assert ours.learning_rate == pytest.approx(theirs.learning_rate, rel=1e-5)
+    if CASES[case].get("schedule") != "fixed":  # the schedule was exercised, not just carried
+        assert theirs.learning_rate != CASES[case].get("learning_rate", 1e-3)
+
+
+@pytest.mark.parametrize("recurrent", [False, True], ids=["mlp", "gru"])
+def test_recurrent_models_and_mixed_precision_give_rsl_rls_parameters(recurrent):
+    kwargs = {"use_mixed_precision": not recurrent}  # bf16 autocast on the feed-forward pair, GRUs in float32
+    ours, theirs = build(PPO, recurrent, **kwargs), build(RslRlPPO, recurrent, **kwargs)
+    train(ours), train(theirs)
+    assert_same_models(ours, theirs)
+
+
+def test_rnd_gives_rsl_rls_parameters_and_losses():
+    groups = {"actor": ["policy"], "critic": ["critic"], "rnd_state": ["policy"]}
+    rnd = {"num_states": OBS, "obs_groups": groups, "num_outputs": 5, "predictor_hidden_dims": [16]}
+    rnd |= {"target_hidden_dims": [16], "weight": 0.5, "state_normalization": True}
+    ours, theirs = build(PPO, rnd_cfg=dict(rnd)), build(RslRlPPO, rnd_cfg=dict(rnd))
+    our_losses, their_losses = train(ours, updates=2), train(theirs, updates=2)
+    assert_same_models(ours, theirs)
+    for part in ("predictor", "target"):
+        for name, tensor in getattr(theirs.rnd, part).state_dict().items():
+            torch.testing.assert_close(getattr(ours.rnd, part).state_dict()[name], tensor, **TOLERANCE)
+    assert our_losses[-1]["rnd"] == pytest.approx(their_losses[-1]["rnd"], rel=1e-4)
+
+
+@pytest.mark.parametrize("kl", [0.0, 0.001, 0.01, 0.03])
+@pytest.mark.parametrize("lr", [1e-5, 1e-3, 9e-3])
+def test_the_device_schedule_decides_as_rsl_rl_does(kl, lr):
+    desired = 0.01
+    expected = lr
+    if kl > desired * 2.0:
+        expected = max(1e-5, lr / 1.5)
+    elif kl < desired / 2.0 and kl > 0.0:
+        expected = min(1e-2, lr * 1.5)
+    rate = torch.tensor(lr, device=DEVICE)
+    adapt_learning_rate(rate, torch.tensor(kl, device=DEVICE), desired)
+    assert float(rate) == pytest.approx(expected, rel=1e-6)
+
+
+def test_the_optimiser_reads_the_schedules_tensor_through_save_and_load():
+    alg = build(PPO)
+    train(alg, updates=1)
+    saved = {**alg.save(), "iter": 0}
+    assert all(type(g["lr"]) is float for g in saved["optimizer_state_dict"]["param_groups"])  # rsl_rl's format
+    fresh = build(PPO, learning_rate=5e-4)
+    fresh.load(saved, None, strict=True)
+    assert fresh.learning_rate == pytest.approx(alg.learning_rate, rel=1e-6)
+    assert all(g["lr"] is fresh._lr for g in fresh.optimizer.param_groups)
+    fresh.learning_rate = 2e-4  # what the schedule writes is what the optimiser reads
+    assert float(fresh.optimizer.param_groups[0]["lr"]) == pytest.approx(2e-4)
+    # A checkpoint of rsl_rl's own PPO loads the same way.
+    theirs = build(RslRlPPO)
+    train(theirs, updates=1)
+    fresh.load({**theirs.save(), "iter": 0}, None, strict=True)
+    assert fresh.learning_rate == pytest.approx(theirs.learning_rate, rel=1e-6)
+    train(fresh, updates=1)  # and trains on
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="a host read shows only on a GPU: docs/benchmarks/h200_update.sh runs it")
+def test_a_minibatch_step_reads_nothing_back_to_the_host():
+    alg = build(PPO)
+    collect(alg, seed=1)
+    alg.update()  # the first update allocates the optimiser state
+    collect(alg, seed=2)
+    batches = list(alg.storage.mini_batch_generator(alg.num_mini_batches, alg.num_learning_epochs))
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for batch in batches:
+            alg.minibatch_step(batch)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+def test_the_update_benchmark_times_robolabs_update_and_rsl_rls_on_one_rollout(tmp_path):
+    from robolab.benchmarking import rsl_rl_twin
+    from robolab.cli import benchmark
+    from robolab.session import prepare_benchmark
+
+    out = tmp_path / "update.json"
+    small = ["agent.actor.hidden_dims=[16]", "agent.critic.hidden_dims=[16]", "agent.num_steps_per_env=4"]
+    benchmark.run(["--update", "--num_envs", "8", "--iterations", "2", "--device", "cpu", "--output", str(out), *small])
+    result = json.loads(out.read_text())
+    assert [len(result["update_ms_each"][k]) for k in ("robolab", "rsl_rl")] == [2, 2]
+    assert result["update_rsl_rl_over_robolab"] == pytest.approx(
+        result["update_ms_rsl_rl"] / result["update_ms_robolab"], rel=1e-2
+    )
+    # The baseline is rsl_rl's algorithm with this task's settings: from one state, both updates agree.
+    _, env, runner, _, closer = prepare_benchmark(
+        "RoboLab-Velocity-Flat-Go2-v0", ["env.num_envs=8", *small], "cpu", False
+    )
+    with closer:
+        runner._collect(env.get_observations())
+        twin = rsl_rl_twin(runner.alg)
+        for alg in (runner.alg, twin):
+            torch.manual_seed(3)
+            alg.update()
+        for name, tensor in twin.actor.state_dict().items():
+            torch.testing.assert_close(runner.alg.actor.state_dict()[name], tensor, **TOLERANCE, msg=name)
