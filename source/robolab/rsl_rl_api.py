@@ -21,7 +21,7 @@ from rsl_rl.models import MLPModel
 from rsl_rl.modules import MLP, EmpiricalNormalization
 from rsl_rl.runners import OnPolicyRunner
 from rsl_rl.storage import RolloutStorage
-from rsl_rl.utils import reduce_gradients_in_buckets, resolve_callable, resolve_obs_groups
+from rsl_rl.utils import reduce_gradients_in_buckets, resolve_callable, resolve_obs_groups, unpad_trajectories
 from rsl_rl.utils.log_writer import LogWriter
 from rsl_rl.utils.logger import Logger
 
@@ -36,12 +36,14 @@ __all__ = [
     "LogWriter",
     "Logger",
     "OnPolicyRunner",
+    "RolloutStorage",
     "VecEnv",
     "reduce_gradients_in_buckets",
     "resolve_callable",
     "resolve_obs_groups",
     "rsl_rl_version",
     "surface_mismatches",
+    "unpad_trajectories",
 ]
 
 # name -> parameters (in order) that robolab passes, overrides or calls with. A leading "self" is implied
@@ -74,7 +76,8 @@ SURFACE: dict[str, tuple[str, ...]] = {
     "RolloutStorage.mini_batch_generator": ("num_mini_batches", "num_epochs"),
     "RolloutStorage.recurrent_mini_batch_generator": ("num_mini_batches", "num_epochs"),
     "RolloutStorage.generator": (),
-    "MLPModel.forward": ("obs", "masks", "hidden_state", "stochastic_output"),
+    "MLPModel.get_latent": ("obs", "masks", "hidden_state"),
+    "unpad_trajectories": ("trajectories", "masks"),
     "MLPModel.get_output_log_prob": ("outputs",),
     "MLPModel.get_kl_divergence": ("old_params", "new_params"),
     "MLPModel.update_normalization": ("obs",),
@@ -169,6 +172,7 @@ _NAMES = {
     "reduce_gradients_in_buckets": reduce_gradients_in_buckets,
     "resolve_callable": resolve_callable,
     "resolve_obs_groups": resolve_obs_groups,
+    "unpad_trajectories": unpad_trajectories,
 }
 
 

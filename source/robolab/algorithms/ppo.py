@@ -16,9 +16,11 @@ from tensordict import TensorDict
 from torch import nn
 
 from robolab import distributed
+from robolab.algorithms.captured_update import CapturedStep
 from robolab.algorithms.device_lr import adapt_learning_rate, device_lr_optimizer
 from robolab.algorithms.sync import DEFAULT_BUCKET_MB, SyncedAlgorithm
 from robolab.rsl_rl_api import PPO as RslRlPPO
+from robolab.rsl_rl_api import unpad_trajectories
 
 
 class PPO(SyncedAlgorithm, RslRlPPO):
@@ -32,11 +34,15 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         storage,
         grad_reduce_bucket_mb: float = DEFAULT_BUCKET_MB,
         critic_warmup_updates: int = 0,
+        cuda_graph: bool = True,
         **kwargs,
     ):
         super().__init__(actor, critic, storage, grad_reduce_bucket_mb=grad_reduce_bucket_mb, **kwargs)
         self.critic_warmup_updates = critic_warmup_updates
         """The first this many updates train the critic alone (``PpoCfg.critic_warmup_updates``)."""
+        self.cuda_graph = cuda_graph
+        """Replay the minibatch step as a CUDA graph where it can be (``capturable``; ``PpoCfg.cuda_graph``)."""
+        self._captured: CapturedStep | None = None
         self.updates_done = 0
         """Updates made by this run, a resumed one's included (``load`` sets it from the checkpoint's iteration)."""
         # The models as given: rsl_rl may later replace self.actor/self.critic with torch.compile wrappers, whose
@@ -98,13 +104,15 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         ``tests/test_ppo_update.py`` holds it to rsl_rl's parameters."""
         names = ["value", "surrogate", "entropy"] + ["rnd"] * bool(self.rnd) + ["symmetry"] * bool(self.symmetry)
         totals = torch.zeros(len(names), device=self.device)
-        if self.actor.is_recurrent or self.critic.is_recurrent:
-            batches = self.storage.recurrent_mini_batch_generator(self.num_mini_batches, self.num_learning_epochs)
+        if self.capturable():
+            self.captured_epochs(totals)
         else:
-            batches = self.storage.mini_batch_generator(self.num_mini_batches, self.num_learning_epochs)
-        for batch in batches:
-            losses = self.minibatch_step(batch)
-            totals += torch.stack([loss.detach().float() for loss in losses])
+            if self.actor.is_recurrent or self.critic.is_recurrent:
+                generator = self.storage.recurrent_mini_batch_generator
+            else:
+                generator = self.storage.mini_batch_generator
+            for batch in generator(self.num_mini_batches, self.num_learning_epochs):
+                totals += torch.stack([loss.detach().float() for loss in self.minibatch_step(batch)])
 
         obs = self.storage.observations.flatten(0, 1)
         self.actor.update_normalization(obs)  # type: ignore[operator]
@@ -114,6 +122,31 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         self.storage.clear()
         means = (totals / (self.num_learning_epochs * self.num_mini_batches)).tolist()  # the update's one host read
         return dict(zip(names, means))
+
+    def capturable(self) -> bool:
+        """Whether this update can replay a CUDA graph: a GPU, feed-forward models, one rank, no symmetry, RND or
+        mixed precision, the critic's warm-up over (it changes which parameters train) and the optimiser's state
+        made (by an eager update: the first)."""
+        return (
+            self.cuda_graph
+            and torch.device(self.device).type == "cuda"
+            and not (self.actor.is_recurrent or self.critic.is_recurrent)
+            and not (self.symmetry or self.rnd or self.is_multi_gpu or self.use_mixed_precision)
+            and self.updates_done > self.critic_warmup_updates
+            and len(self.optimizer.state) > 0
+        )
+
+    def captured_epochs(self, totals: torch.Tensor) -> None:
+        """The update's epochs as graph replays, over the minibatches rsl_rl's ``mini_batch_generator`` would give
+        (one shuffle of the rollout, drawn the same way, for every epoch)."""
+        mini_batch_size = self.storage.num_envs * self.storage.num_transitions_per_env // self.num_mini_batches
+        indices = torch.randperm(self.num_mini_batches * mini_batch_size, requires_grad=False, device=self.device)
+        if self._captured is None or not self._captured.matches():
+            self._captured = CapturedStep(self, mini_batch_size)
+        self._captured.load_rollout()
+        for _ in range(self.num_learning_epochs):
+            for i in range(self.num_mini_batches):
+                totals += self._captured.step(indices[i * mini_batch_size : (i + 1) * mini_batch_size])
 
     def minibatch_step(self, batch) -> list[torch.Tensor]:
         """One gradient step on one minibatch; returns its losses (value, surrogate, entropy[, rnd][, symmetry])."""
@@ -126,8 +159,13 @@ class PPO(SyncedAlgorithm, RslRlPPO):
 
         device_type = torch.device(self.device).type
         with torch.amp.autocast(device_type=device_type, enabled=self.use_mixed_precision, dtype=torch.bfloat16):
-            self.actor(
-                batch.observations, masks=batch.masks, hidden_state=batch.hidden_states[0], stochastic_output=True
+            # The action distribution of the batch, without the action rsl_rl's forward would draw and discard (on
+            # CUDA torch.normal checks its scale on the host).
+            obs = batch.observations
+            if batch.masks is not None and not self.actor.is_recurrent:
+                obs = unpad_trajectories(obs, batch.masks)
+            self.actor.distribution.update(
+                self.actor.mlp(self.actor.get_latent(obs, batch.masks, batch.hidden_states[0]))
             )
             actions_log_prob = self.actor.get_output_log_prob(batch.actions)  # type: ignore[arg-type]
             values = self.critic(batch.observations, masks=batch.masks, hidden_state=batch.hidden_states[1])

@@ -1,0 +1,112 @@
+"""PPO's minibatch step recorded once as a CUDA graph and replayed for every minibatch.
+
+Without host reads (``device_lr``), the update of a feed-forward policy is bound by Python: a few hundred small
+kernels per minibatch, launched one by one, take about as long at 4096 envs as at 16384. Replaying a graph launches
+them all at once. The graph reads its minibatch through an index tensor it owns (copied in before each replay) from
+its own copy of the rollout (copied in once per update), so nothing it touches moves between replays: the models'
+parameters, the gradients (allocated in the graph's pool during capture), the optimiser's state and the learning rate
+are the same tensors every time. When any of them is replaced (a checkpoint loaded into the optimiser, a different
+rollout layout), ``CapturedStep.matches`` says no and the update captures anew.
+
+What is captured is ``PPO.minibatch_step`` itself, so the graph does what the eager step does, kernel for kernel
+(``tests/test_ppo_update.py`` compares both, and both with rsl_rl's update, on a GPU).
+"""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict
+
+from robolab.rsl_rl_api import RolloutStorage
+
+
+def rollout_fields(storage) -> dict:
+    """The flattened (steps x envs, ...) rollout tensors a feed-forward minibatch is gathered from."""
+    return {
+        "observations": storage.observations.flatten(0, 1),
+        "actions": storage.actions.flatten(0, 1),
+        "values": storage.values.flatten(0, 1),
+        "returns": storage.returns.flatten(0, 1),
+        "old_actions_log_prob": storage.actions_log_prob.flatten(0, 1),
+        "advantages": storage.advantages.flatten(0, 1),
+        "old_distribution_params": tuple(p.flatten(0, 1) for p in storage.distribution_params),
+    }
+
+
+def _state_tensors(alg) -> list[torch.Tensor]:
+    """Every tensor the captured step reads or writes in place besides the rollout: parameters, optimiser state, lr."""
+    tensors = [p for group in alg.optimizer.param_groups for p in group["params"]]
+    tensors += [v for state in alg.optimizer.state.values() for v in state.values() if torch.is_tensor(v)]
+    return [*tensors, alg._lr]
+
+
+class CapturedStep:
+    """``alg.minibatch_step`` as a CUDA graph over a static copy of the rollout and a static minibatch index."""
+
+    def __init__(self, alg, mini_batch_size: int) -> None:
+        self.alg = alg
+        fields = rollout_fields(alg.storage)
+        self.rollout = {
+            k: (tuple(t.clone() for t in v) if isinstance(v, tuple) else v.clone()) for k, v in fields.items()
+        }
+        self.index = torch.zeros(mini_batch_size, dtype=torch.long, device=alg.device)
+        self.losses: torch.Tensor | None = None
+        self.identity = self._identity()
+        self.graph = torch.cuda.CUDAGraph()
+        self._warm_up_and_capture()
+
+    def _warm_up_and_capture(self) -> None:
+        # One eager step on the capture's stream first (torch's rule: lazy set-ups such as cuBLAS workspaces must not
+        # happen during capture), undone in place afterwards: the models and the optimiser are as they were.
+        alg, stream = self.alg, torch.cuda.Stream(self.alg.device)
+        saved = [t.clone() for t in _state_tensors(alg)]
+        stream.wait_stream(torch.cuda.current_stream(alg.device))
+        with torch.cuda.stream(stream):
+            alg.minibatch_step(self._batch())
+        torch.cuda.current_stream(alg.device).wait_stream(stream)
+        for tensor, value in zip(_state_tensors(alg), saved):
+            tensor.copy_(value)
+        # Gradients set to None make backward allocate them inside the graph's pool, where replays reuse them.
+        alg.optimizer.zero_grad(set_to_none=True)
+        torch.cuda.synchronize(alg.device)
+        with torch.cuda.graph(self.graph, stream=stream):
+            self.losses = torch.stack([loss.detach().float() for loss in alg.minibatch_step(self._batch())])
+
+    def _batch(self) -> RolloutStorage.Batch:
+        r, i = self.rollout, self.index
+        observations: TensorDict = r["observations"][i]
+        return RolloutStorage.Batch(
+            observations=observations,
+            actions=r["actions"][i],
+            values=r["values"][i],
+            advantages=r["advantages"][i],
+            returns=r["returns"][i],
+            old_actions_log_prob=r["old_actions_log_prob"][i],
+            old_distribution_params=tuple(p[i] for p in r["old_distribution_params"]),
+        )
+
+    def _identity(self) -> tuple:
+        shapes = tuple((k, tuple(v.shape) if not isinstance(v, tuple) else len(v)) for k, v in self.rollout.items())
+        return shapes, tuple(t.data_ptr() for t in _state_tensors(self.alg))
+
+    def matches(self) -> bool:
+        """Whether the graph still reads and writes the algorithm's current tensors and rollout layout."""
+        fields = rollout_fields(self.alg.storage)
+        shapes = tuple((k, tuple(v.shape) if not isinstance(v, tuple) else len(v)) for k, v in fields.items())
+        return (shapes, tuple(t.data_ptr() for t in _state_tensors(self.alg))) == self.identity
+
+    def load_rollout(self) -> None:
+        """Copy this update's rollout into the graph's buffers (the storage may have replaced, e.g., its advantages)."""
+        for key, source in rollout_fields(self.alg.storage).items():
+            if isinstance(source, tuple):
+                for target, part in zip(self.rollout[key], source):
+                    target.copy_(part)
+            else:
+                self.rollout[key].copy_(source)
+
+    def step(self, minibatch_index: torch.Tensor) -> torch.Tensor:
+        """One minibatch step on the given sample indices; returns its losses (a tensor the next replay overwrites)."""
+        self.index.copy_(minibatch_index)
+        self.graph.replay()
+        assert self.losses is not None
+        return self.losses
