@@ -160,6 +160,27 @@ def test_rnd_gives_rsl_rls_parameters_and_losses():
     assert our_losses[-1]["rnd"] == pytest.approx(their_losses[-1]["rnd"], rel=1e-4)
 
 
+@pytest.mark.parametrize("recurrent", [False, True], ids=["mlp", "gru"])
+@pytest.mark.parametrize("std_type", ["scalar", "log"])
+def test_act_draws_rsl_rls_actions_to_the_bit(recurrent, std_type):
+    """robolab draws N(0, 1) * std + mean itself (torch.normal's host check of the scale is a GPU wait)."""
+    actions = []
+    for cls in (PPO, RslRlPPO):
+        alg = build(cls, recurrent)
+        alg.actor.distribution.std_type = std_type
+        if std_type == "log":
+            alg.actor.distribution.log_std_param = torch.nn.Parameter(torch.full((ACT,), -0.4, device=DEVICE))
+        torch.manual_seed(4)
+        xs = torch.randn(3, ENVS, OBS, device=DEVICE)
+        with torch.inference_mode():
+            drawn = [alg.act(TensorDict({"policy": x, "critic": x}, batch_size=[ENVS], device=DEVICE)) for x in xs]
+        actions.append((torch.stack(drawn), alg.transition.actions_log_prob, alg.transition.distribution_params))
+    (ours, our_log_prob, our_params), (theirs, their_log_prob, their_params) = actions
+    assert torch.equal(ours, theirs) and torch.equal(our_log_prob, their_log_prob)
+    assert all(torch.equal(a, b) for a, b in zip(our_params, their_params))
+    assert ours.std() > 0.1  # actions were drawn, not the mean
+
+
 @pytest.mark.parametrize("kl", [0.0, 0.001, 0.01, 0.03])
 @pytest.mark.parametrize("lr", [1e-5, 1e-3, 9e-3])
 def test_the_device_schedule_decides_as_rsl_rl_does(kl, lr):

@@ -18,7 +18,7 @@ import rsl_rl
 from rsl_rl.algorithms import PPO, Distillation
 from rsl_rl.env import VecEnv
 from rsl_rl.models import MLPModel
-from rsl_rl.modules import MLP, EmpiricalNormalization
+from rsl_rl.modules import MLP, EmpiricalNormalization, GaussianDistribution
 from rsl_rl.runners import OnPolicyRunner
 from rsl_rl.storage import RolloutStorage
 from rsl_rl.utils import reduce_gradients_in_buckets, resolve_callable, resolve_obs_groups, unpad_trajectories
@@ -33,6 +33,7 @@ __all__ = [
     "SURFACE",
     "Distillation",
     "EmpiricalNormalization",
+    "GaussianDistribution",
     "LogWriter",
     "Logger",
     "OnPolicyRunner",
@@ -77,6 +78,7 @@ SURFACE: dict[str, tuple[str, ...]] = {
     "RolloutStorage.recurrent_mini_batch_generator": ("num_mini_batches", "num_epochs"),
     "RolloutStorage.generator": (),
     "MLPModel.get_latent": ("obs", "masks", "hidden_state"),
+    "GaussianDistribution.update": ("mlp_output",),
     "unpad_trajectories": ("trajectories", "masks"),
     "MLPModel.get_output_log_prob": ("outputs",),
     "MLPModel.get_kl_divergence": ("old_params", "new_params"),
@@ -165,6 +167,7 @@ _NAMES = {
     "Distillation": Distillation,
     "RolloutStorage": RolloutStorage,
     "MLPModel": MLPModel,
+    "GaussianDistribution": GaussianDistribution,
     "Logger": Logger,
     "LogWriter": LogWriter,
     "MLP": MLP,

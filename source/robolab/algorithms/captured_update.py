@@ -59,13 +59,14 @@ class CapturedStep:
         # One eager step on the capture's stream first (torch's rule: lazy set-ups such as cuBLAS workspaces must not
         # happen during capture), undone in place afterwards: the models and the optimiser are as they were.
         alg, stream = self.alg, torch.cuda.Stream(self.alg.device)
-        saved = [t.clone() for t in _state_tensors(alg)]
+        saved = [t.detach().clone() for t in _state_tensors(alg)]
         stream.wait_stream(torch.cuda.current_stream(alg.device))
         with torch.cuda.stream(stream):
             alg.minibatch_step(self._batch())
         torch.cuda.current_stream(alg.device).wait_stream(stream)
-        for tensor, value in zip(_state_tensors(alg), saved):
-            tensor.copy_(value)
+        with torch.no_grad():
+            for tensor, value in zip(_state_tensors(alg), saved):
+                tensor.copy_(value)
         # Gradients set to None make backward allocate them inside the graph's pool, where replays reuse them.
         alg.optimizer.zero_grad(set_to_none=True)
         torch.cuda.synchronize(alg.device)

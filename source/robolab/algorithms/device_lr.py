@@ -21,12 +21,13 @@ _FUSED_ON_CUDA = (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD)
 
 
 def kernel_flags(optimizer_class: type[torch.optim.Optimizer], device: torch.device) -> dict[str, bool]:
-    """The settings under which ``optimizer_class`` reads a tensor learning rate on ``device`` without a host read."""
+    """The settings under which ``optimizer_class`` reads a tensor learning rate on ``device`` without a host read and
+    can be captured in a CUDA graph: fused kernels where torch has them (Adam, AdamW, SGD), capturable ones."""
     if device.type != "cuda":
         return {}
-    if issubclass(optimizer_class, _FUSED_ON_CUDA):
-        return {"fused": True}
-    return {"capturable": True}
+    accepted = inspect.signature(optimizer_class.__init__).parameters
+    flags = {"fused": issubclass(optimizer_class, _FUSED_ON_CUDA), "capturable": True}  # capturable: CUDA graphs too
+    return {k: v for k, v in flags.items() if k in accepted and v}
 
 
 def device_lr_optimizer(optimizer: torch.optim.Optimizer, lr: torch.Tensor) -> torch.optim.Optimizer:

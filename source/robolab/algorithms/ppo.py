@@ -20,7 +20,15 @@ from robolab.algorithms.captured_update import CapturedStep
 from robolab.algorithms.device_lr import adapt_learning_rate, device_lr_optimizer
 from robolab.algorithms.sync import DEFAULT_BUCKET_MB, SyncedAlgorithm
 from robolab.rsl_rl_api import PPO as RslRlPPO
-from robolab.rsl_rl_api import unpad_trajectories
+from robolab.rsl_rl_api import GaussianDistribution, unpad_trajectories
+
+
+def set_distribution(model, obs: TensorDict, masks: torch.Tensor | None = None, hidden_state=None) -> None:
+    """Set ``model``'s output distribution for ``obs`` as its forward with ``stochastic_output=True`` does, without
+    drawing a sample (on a GPU ``torch.normal`` checks its scale on the host, a wait for the GPU)."""
+    if masks is not None and not model.is_recurrent:
+        obs = unpad_trajectories(obs, masks)
+    model.distribution.update(model.mlp(model.get_latent(obs, masks, hidden_state)))
 
 
 class PPO(SyncedAlgorithm, RslRlPPO):
@@ -43,6 +51,7 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         self.cuda_graph = cuda_graph
         """Replay the minibatch step as a CUDA graph where it can be (``capturable``; ``PpoCfg.cuda_graph``)."""
         self._captured: CapturedStep | None = None
+        self._trained_all = False
         self.updates_done = 0
         """Updates made by this run, a resumed one's included (``load`` sets it from the checkpoint's iteration)."""
         # The models as given: rsl_rl may later replace self.actor/self.critic with torch.compile wrappers, whose
@@ -66,6 +75,23 @@ class PPO(SyncedAlgorithm, RslRlPPO):
             optimizers["rnd_optimizer"] = self.rnd.optimizer
         return optimizers
 
+    # --- the rollout --------------------------------------------------------------------------------------------
+    def act(self, obs: TensorDict) -> torch.Tensor:
+        """rsl_rl's ``act``, with a Gaussian policy's action drawn as ``N(0, 1) * std + mean``: what ``torch.normal``
+        computes, from the same generator, to the bit, but without its check of the scale on the host, which on a GPU
+        waits for every env step. Other distributions sample through rsl_rl."""
+        if not isinstance(self.actor.distribution, GaussianDistribution):
+            return super().act(obs)
+        self.transition.hidden_states = (self.actor.get_hidden_state(), self.critic.get_hidden_state())
+        set_distribution(self.actor, obs)
+        mean, std = self.actor.output_mean, self.actor.output_std
+        self.transition.actions = (torch.randn_like(mean) * std + mean).detach()
+        self.transition.values = self.critic(obs).detach()
+        self.transition.actions_log_prob = self.actor.get_output_log_prob(self.transition.actions).detach()
+        self.transition.distribution_params = tuple(p.detach() for p in self.actor.output_distribution_params)
+        self.transition.observations = obs
+        return self.transition.actions
+
     # --- the learning rate, a tensor on the device -------------------------------------------------------------
     @property
     def learning_rate(self) -> float:
@@ -86,7 +112,9 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         (which would read the unchanged actor's zero KL as room to grow) is put back afterwards."""
         self.updates_done += 1
         if self.updates_done > self.critic_warmup_updates:
-            return self.ppo_update()
+            losses = self.ppo_update()
+            self._trained_all = True  # every parameter has stepped: the optimiser's state is complete
+            return losses
         held = [p for p in self.models["actor"].parameters() if p.requires_grad]
         learning_rate = self._lr.clone()
         for param in held:
@@ -126,14 +154,14 @@ class PPO(SyncedAlgorithm, RslRlPPO):
     def capturable(self) -> bool:
         """Whether this update can replay a CUDA graph: a GPU, feed-forward models, one rank, no symmetry, RND or
         mixed precision, the critic's warm-up over (it changes which parameters train) and the optimiser's state
-        made (by an eager update: the first)."""
+        complete (made by one eager update of every parameter: capture must not create it)."""
         return (
             self.cuda_graph
             and torch.device(self.device).type == "cuda"
             and not (self.actor.is_recurrent or self.critic.is_recurrent)
             and not (self.symmetry or self.rnd or self.is_multi_gpu or self.use_mixed_precision)
             and self.updates_done > self.critic_warmup_updates
-            and len(self.optimizer.state) > 0
+            and self._trained_all
         )
 
     def captured_epochs(self, totals: torch.Tensor) -> None:
@@ -159,14 +187,8 @@ class PPO(SyncedAlgorithm, RslRlPPO):
 
         device_type = torch.device(self.device).type
         with torch.amp.autocast(device_type=device_type, enabled=self.use_mixed_precision, dtype=torch.bfloat16):
-            # The action distribution of the batch, without the action rsl_rl's forward would draw and discard (on
-            # CUDA torch.normal checks its scale on the host).
-            obs = batch.observations
-            if batch.masks is not None and not self.actor.is_recurrent:
-                obs = unpad_trajectories(obs, batch.masks)
-            self.actor.distribution.update(
-                self.actor.mlp(self.actor.get_latent(obs, batch.masks, batch.hidden_states[0]))
-            )
+            # The batch's action distribution, without the action rsl_rl's forward would draw and throw away.
+            set_distribution(self.actor, batch.observations, batch.masks, batch.hidden_states[0])
             actions_log_prob = self.actor.get_output_log_prob(batch.actions)  # type: ignore[arg-type]
             values = self.critic(batch.observations, masks=batch.masks, hidden_state=batch.hidden_states[1])
             # Only the original samples count for the KL and the entropy when symmetry augmented the batch.
