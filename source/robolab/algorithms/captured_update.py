@@ -5,8 +5,11 @@ kernels per minibatch, launched one by one, take about as long at 4096 envs as a
 them all at once. The graph reads its minibatch through an index tensor it owns (copied in before each replay) from
 its own copy of the rollout (copied in once per update), so nothing it touches moves between replays: the models'
 parameters, the gradients (allocated in the graph's pool during capture), the optimiser's state and the learning rate
-are the same tensors every time. When any of them is replaced (a checkpoint loaded into the optimiser, a different
-rollout layout), ``CapturedStep.matches`` says no and the update captures anew.
+are the same tensors every time. Module buffers that their owner replaces with a new tensor instead of writing in place
+(rsl_rl's ``EmpiricalNormalization`` assigns a new ``_std`` at every statistics update) are written back into the
+tensors the graph reads (``rebind_buffers``): a graph that read the replaced, freed tensor would normalise with
+garbage. When anything else is replaced (a checkpoint loaded into the optimiser, a different rollout layout),
+``CapturedStep.matches`` says no and the update captures anew.
 
 What is captured is ``PPO.minibatch_step`` itself, so the graph does what the eager step does, kernel for kernel
 (``tests/test_ppo_update.py`` compares both, and both with rsl_rl's update, on a GPU).
@@ -50,6 +53,12 @@ class CapturedStep:
             k: (tuple(t.clone() for t in v) if isinstance(v, tuple) else v.clone()) for k, v in fields.items()
         }
         self.index = torch.zeros(mini_batch_size, dtype=torch.long, device=alg.device)
+        self.buffers = [
+            (module, name, buffer)
+            for model in (alg.actor, alg.critic)
+            for module in model.modules()
+            for name, buffer in module.named_buffers(recurse=False)
+        ]
         self.losses: torch.Tensor | None = None
         self.identity = self._identity()
         self.graph = torch.cuda.CUDAGraph()
@@ -90,8 +99,24 @@ class CapturedStep:
         shapes = tuple((k, tuple(v.shape) if not isinstance(v, tuple) else len(v)) for k, v in self.rollout.items())
         return shapes, tuple(t.data_ptr() for t in _state_tensors(self.alg))
 
+    def rebind_buffers(self) -> bool:
+        """Put every module buffer the graph reads back in its place, holding the module's current value; False when
+        one changed shape or type (the graph cannot read it then)."""
+        for module, name, recorded in self.buffers:
+            current = getattr(module, name)
+            if current is recorded:
+                continue
+            if current is None or current.shape != recorded.shape or current.dtype != recorded.dtype:
+                return False
+            recorded.copy_(current)
+            setattr(module, name, recorded)
+        return True
+
     def matches(self) -> bool:
-        """Whether the graph still reads and writes the algorithm's current tensors and rollout layout."""
+        """Whether the graph still reads and writes the algorithm's current tensors and rollout layout (its buffers
+        rebound first)."""
+        if not self.rebind_buffers():
+            return False
         fields = rollout_fields(self.alg.storage)
         shapes = tuple((k, tuple(v.shape) if not isinstance(v, tuple) else len(v)) for k, v in fields.items())
         return (shapes, tuple(t.data_ptr() for t in _state_tensors(self.alg))) == self.identity
