@@ -17,6 +17,8 @@ What is captured is ``PPO.minibatch_step`` itself, so the graph does what the ea
 
 from __future__ import annotations
 
+import gc
+
 import torch
 from tensordict import TensorDict
 
@@ -70,17 +72,26 @@ class CapturedStep:
         alg, stream = self.alg, torch.cuda.Stream(self.alg.device)
         saved = [t.detach().clone() for t in _state_tensors(alg)]
         stream.wait_stream(torch.cuda.current_stream(alg.device))
-        with torch.cuda.stream(stream):
-            alg.minibatch_step(self._batch())
-        torch.cuda.current_stream(alg.device).wait_stream(stream)
-        with torch.no_grad():
-            for tensor, value in zip(_state_tensors(alg), saved):
-                tensor.copy_(value)
+        try:
+            with torch.cuda.stream(stream):
+                alg.minibatch_step(self._batch())
+        finally:
+            torch.cuda.current_stream(alg.device).wait_stream(stream)
+            with torch.no_grad():
+                for tensor, value in zip(_state_tensors(alg), saved):
+                    tensor.copy_(value)
         # Gradients set to None make backward allocate them inside the graph's pool, where replays reuse them.
         alg.optimizer.zero_grad(set_to_none=True)
         torch.cuda.synchronize(alg.device)
-        with torch.cuda.graph(self.graph, stream=stream):
-            self.losses = torch.stack([loss.detach().float() for loss in alg.minibatch_step(self._batch())])
+        # A garbage collection during capture could free another library's device memory (a MuJoCo Warp array),
+        # a call that invalidates the capture: collect before, not during.
+        gc.collect()
+        gc.disable()
+        try:
+            with torch.cuda.graph(self.graph, stream=stream):
+                self.losses = torch.stack([loss.detach().float() for loss in alg.minibatch_step(self._batch())])
+        finally:
+            gc.enable()
 
     def _batch(self) -> RolloutStorage.Batch:
         r, i = self.rollout, self.index

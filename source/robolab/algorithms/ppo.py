@@ -11,6 +11,8 @@ gradient averaging and the replication check come from ``SyncedAlgorithm`` and r
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from tensordict import TensorDict
 from torch import nn
@@ -162,15 +164,36 @@ class PPO(SyncedAlgorithm, RslRlPPO):
             and not (self.symmetry or self.rnd or self.is_multi_gpu or self.use_mixed_precision)
             and self.updates_done > self.critic_warmup_updates
             and self._trained_all
+            and self._graph_usable()
         )
+
+    def _graph_usable(self) -> bool:
+        """False, with the graph dropped, when what the graph reads was replaced (a checkpoint loaded into the
+        optimiser): the next graph is captured after an eager update with the new state, as the first one was."""
+        if self._captured is None or self._captured.matches():
+            return True
+        self._captured, self._trained_all = None, False
+        return False
 
     def captured_epochs(self, totals: torch.Tensor) -> None:
         """The update's epochs as graph replays, over the minibatches rsl_rl's ``mini_batch_generator`` would give
         (one shuffle of the rollout, drawn the same way, for every epoch)."""
         mini_batch_size = self.storage.num_envs * self.storage.num_transitions_per_env // self.num_mini_batches
         indices = torch.randperm(self.num_mini_batches * mini_batch_size, requires_grad=False, device=self.device)
-        if self._captured is None or not self._captured.matches():
-            self._captured = CapturedStep(self, mini_batch_size)
+        if self._captured is None:
+            try:
+                self._captured = CapturedStep(self, mini_batch_size)
+            except RuntimeError as error:  # what was captured is not executed: nothing has changed; go on eagerly
+                self.cuda_graph = False
+                message = str(error).splitlines()[0]
+                warnings.warn(
+                    f"the PPO update could not be captured as a CUDA graph ({message}); it runs eagerly "
+                    "(agent.algorithm.cuda_graph=false says so up front)",
+                    stacklevel=2,
+                )
+                for batch in self.storage.mini_batch_generator(self.num_mini_batches, self.num_learning_epochs):
+                    totals += torch.stack([loss.detach().float() for loss in self.minibatch_step(batch)])
+                return
         self._captured.load_rollout()
         for _ in range(self.num_learning_epochs):
             for i in range(self.num_mini_batches):
@@ -245,6 +268,7 @@ class PPO(SyncedAlgorithm, RslRlPPO):
 
     def load(self, loaded_dict: dict, load_cfg: dict | None, strict: bool) -> bool:
         resumed = super().load(loaded_dict, load_cfg, strict)
+        self._trained_all = False  # a graph is captured after an eager update with the loaded optimiser state
         if resumed:  # one update per iteration: a critic warm-up that ended before the save stays ended
             self.updates_done = loaded_dict["iter"] + 1
         return resumed
