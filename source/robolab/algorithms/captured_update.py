@@ -3,13 +3,14 @@
 Without host reads (``device_lr``), the update of a feed-forward policy is bound by Python: a few hundred small
 kernels per minibatch, launched one by one, take about as long at 4096 envs as at 16384. Replaying a graph launches
 them all at once. The graph reads its minibatch through an index tensor it owns (copied in before each replay) from
-its own copy of the rollout (copied in once per update), so nothing it touches moves between replays: the models'
-parameters, the gradients (allocated in the graph's pool during capture), the optimiser's state and the learning rate
-are the same tensors every time. Module buffers that their owner replaces with a new tensor instead of writing in place
-(rsl_rl's ``EmpiricalNormalization`` assigns a new ``_std`` at every statistics update) are written back into the
-tensors the graph reads (``rebind_buffers``): a graph that read the replaced, freed tensor would normalise with
-garbage. When anything else is replaced (a checkpoint loaded into the optimiser, a different rollout layout),
-``CapturedStep.matches`` says no and the update captures anew.
+the rollout storage's own tensors, which rsl_rl fills in place, except the advantages, which it computes anew each
+update and which are copied into the graph's tensor once per update. So nothing it touches moves between replays: the
+models' parameters, the gradients (allocated in the graph's pool during capture), the optimiser's state and the
+learning rate are the same tensors every time. Module buffers that their owner replaces with a new tensor instead of
+writing in place (rsl_rl's ``EmpiricalNormalization`` assigns a new ``_std`` at every statistics update) are written
+back into the tensors the graph reads (``rebind_buffers``): a graph that read the replaced, freed tensor would
+normalise with garbage. When anything else is replaced (a checkpoint loaded into the optimiser, a different rollout
+layout), ``CapturedStep.matches`` says no, and the update runs eagerly once and then captures anew.
 
 What is captured is ``PPO.minibatch_step`` itself, so the graph does what the eager step does, kernel for kernel
 (``tests/test_ppo_update.py`` compares both, and both with rsl_rl's update, on a GPU).
@@ -38,6 +39,13 @@ def rollout_fields(storage) -> dict:
     }
 
 
+def _layout(fields: dict) -> tuple:
+    """Where and how the rollout's tensors lie (the advantages aside: the graph has its own copy)."""
+    tensors = [t for k, v in fields.items() if k != "advantages" for t in (v if isinstance(v, tuple) else (v,))]
+    leaves = [leaf for t in tensors for leaf in (t.values(True, True) if isinstance(t, TensorDict) else (t,))]
+    return tuple((leaf.data_ptr(), tuple(leaf.shape)) for leaf in leaves)
+
+
 def _state_tensors(alg) -> list[torch.Tensor]:
     """Every tensor the captured step reads or writes in place besides the rollout: parameters, optimiser state, lr."""
     tensors = [p for group in alg.optimizer.param_groups for p in group["params"]]
@@ -46,14 +54,12 @@ def _state_tensors(alg) -> list[torch.Tensor]:
 
 
 class CapturedStep:
-    """``alg.minibatch_step`` as a CUDA graph over a static copy of the rollout and a static minibatch index."""
+    """``alg.minibatch_step`` as a CUDA graph over the rollout storage and a minibatch index of its own."""
 
     def __init__(self, alg, mini_batch_size: int) -> None:
         self.alg = alg
-        fields = rollout_fields(alg.storage)
-        self.rollout = {
-            k: (tuple(t.clone() for t in v) if isinstance(v, tuple) else v.clone()) for k, v in fields.items()
-        }
+        self.rollout = rollout_fields(alg.storage)
+        self.rollout["advantages"] = self.rollout["advantages"].clone()  # the one field the storage replaces
         self.index = torch.zeros(mini_batch_size, dtype=torch.long, device=alg.device)
         self.buffers = [
             (module, name, buffer)
@@ -107,8 +113,12 @@ class CapturedStep:
         )
 
     def _identity(self) -> tuple:
-        shapes = tuple((k, tuple(v.shape) if not isinstance(v, tuple) else len(v)) for k, v in self.rollout.items())
-        return shapes, tuple(t.data_ptr() for t in _state_tensors(self.alg))
+        return _layout(rollout_fields(self.alg.storage)), tuple(t.data_ptr() for t in _state_tensors(self.alg))
+
+    def matches(self) -> bool:
+        """Whether the graph still reads and writes the algorithm's current tensors and rollout storage (its buffers
+        rebound first)."""
+        return self.rebind_buffers() and self._identity() == self.identity
 
     def rebind_buffers(self) -> bool:
         """Put every module buffer the graph reads back in its place, holding the module's current value; False when
@@ -123,23 +133,9 @@ class CapturedStep:
             setattr(module, name, recorded)
         return True
 
-    def matches(self) -> bool:
-        """Whether the graph still reads and writes the algorithm's current tensors and rollout layout (its buffers
-        rebound first)."""
-        if not self.rebind_buffers():
-            return False
-        fields = rollout_fields(self.alg.storage)
-        shapes = tuple((k, tuple(v.shape) if not isinstance(v, tuple) else len(v)) for k, v in fields.items())
-        return (shapes, tuple(t.data_ptr() for t in _state_tensors(self.alg))) == self.identity
-
     def load_rollout(self) -> None:
-        """Copy this update's rollout into the graph's buffers (the storage may have replaced, e.g., its advantages)."""
-        for key, source in rollout_fields(self.alg.storage).items():
-            if isinstance(source, tuple):
-                for target, part in zip(self.rollout[key], source):
-                    target.copy_(part)
-            else:
-                self.rollout[key].copy_(source)
+        """Copy this update's advantages into the graph's tensor (the storage computes them anew every update)."""
+        self.rollout["advantages"].copy_(self.alg.storage.advantages.flatten(0, 1))
 
     def step(self, minibatch_index: torch.Tensor) -> torch.Tensor:
         """One minibatch step on the given sample indices; returns its losses (a tensor the next replay overwrites)."""
