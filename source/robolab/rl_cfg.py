@@ -136,8 +136,9 @@ class PpoCfg:
     is not pushed around by the advantages of a critic that has not yet learned its returns."""
     cuda_graph: bool = True
     """On a GPU, replay the update's minibatch step as one CUDA graph (captured after the first update) instead of
-    launching its few hundred kernels one by one; the same arithmetic, 4-10x faster at 4096 envs. It applies to
-    feed-forward models on one rank without symmetry, RND or mixed precision; the eager step runs otherwise."""
+    launching its few hundred kernels one by one: the same arithmetic, the update 5x faster at 4096 envs on an H200
+    (docs/performance.md). It applies to feed-forward models on one rank without symmetry, RND or mixed precision;
+    the eager step runs otherwise."""
 
     def __post_init__(self) -> None:
         for key in (
