@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -86,6 +87,32 @@ def test_loader_reorders_by_name_and_interpolates(tmp_path):
     torch.testing.assert_close(mid, 0.5 * (a + b))
     s, s_next = lib.sample_pairs(64, dt=0.02, generator=torch.Generator().manual_seed(0))
     assert s.shape == (64, 42) and not torch.equal(s, s_next)
+
+
+def test_sample_pairs_draws_each_clip_as_state_at_does_all_on_the_device():
+    """The library's batched draw (no host read) interpolates as ``state_at`` does, clip by clip, edges included,
+    and draws the clips in proportion to their weights."""
+    trot = trot_clip()
+    # A second clip of 40 frames at 2.5x the rate, its joints 10 rad off: its states are told apart by distance.
+    short = dataclasses.replace(
+        trot,
+        fps=trot.fps * 2.5,
+        **{f: getattr(trot, f)[:40] for f in ("joint_vel", "base_lin_vel", "base_ang_vel", "foot_pos")},
+        joint_pos=trot.joint_pos[:40] + 10.0,
+    )
+    lib = MotionLibrary([trot, short], AMP_TERMS, weights=[1.0, 3.0])
+    g = torch.Generator().manual_seed(3)
+    which = torch.randint(0, 2, (400,), generator=g)
+    times = torch.rand(400, generator=g) * 5.0 - 0.5  # before the start and past the end of both clips too
+    batched = lib._states(which, times)
+    for k in (0, 1):
+        torch.testing.assert_close(batched[which == k], lib.state_at(k, times[which == k]))
+    s, s_next = lib.sample_pairs(4000, dt=0.02, generator=torch.Generator().manual_seed(0))
+    centres = torch.stack([lib._features[0].mean(0), lib._features[1].mean(0)])
+    drawn = torch.cdist(s, centres).argmin(-1)
+    assert torch.equal(drawn, torch.cdist(s_next, centres).argmin(-1))  # s and s' from the same clip
+    assert drawn.float().mean().item() == pytest.approx(0.75, abs=0.03)
+    assert not torch.equal(s, s_next)
 
 
 @pytest.mark.parametrize(

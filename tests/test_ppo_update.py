@@ -242,7 +242,7 @@ def test_a_minibatch_step_reads_nothing_back_to_the_host(cuda_graph):
 @ON_GPU_ONLY
 @pytest.mark.parametrize("case", ["adaptive", "fixed", "advantages_per_minibatch", "adamw", "sgd", "rmsprop"])
 def test_the_cuda_graph_update_gives_the_eager_updates_parameters_and_rsl_rls(case):
-    graph, eager = build(PPO, **CASES[case]), build(PPO, cuda_graph=False, **CASES[case])
+    graph, eager = build(PPO, cuda_graph=True, **CASES[case]), build(PPO, **CASES[case])
     theirs = build(RslRlPPO, **CASES[case])
     losses = [train(alg, updates=4) for alg in (graph, eager, theirs)]
     assert graph._captured is not None and eager._captured is None
@@ -257,7 +257,7 @@ def test_the_cuda_graph_update_gives_the_eager_updates_parameters_and_rsl_rls(ca
 def test_a_loaded_checkpoint_is_trained_on_by_a_new_graph():
     """Loading replaces the optimiser's state tensors, which the old graph would go on writing: the graph is dropped,
     one eager update runs with the loaded state, and the next update captures a new graph."""
-    alg, reference = build(PPO), build(PPO, cuda_graph=False)
+    alg, reference = build(PPO, cuda_graph=True), build(PPO)
     train(alg, updates=2), train(reference, updates=2)
     first = alg._captured
     assert first is not None

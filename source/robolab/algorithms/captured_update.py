@@ -94,7 +94,8 @@ class CapturedStep:
         gc.collect()
         gc.disable()
         try:
-            with torch.cuda.graph(self.graph, stream=stream):
+            # thread_local: a CUDA call of another thread (a logger's, a physics library's) does not void the capture.
+            with torch.cuda.graph(self.graph, stream=stream, capture_error_mode="thread_local"):
                 self.losses = torch.stack([loss.detach().float() for loss in alg.minibatch_step(self._batch())])
         finally:
             gc.enable()

@@ -11,8 +11,6 @@ gradient averaging and the replication check come from ``SyncedAlgorithm`` and r
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 from tensordict import TensorDict
 from torch import nn
@@ -23,6 +21,11 @@ from robolab.algorithms.device_lr import adapt_learning_rate, device_lr_optimize
 from robolab.algorithms.sync import DEFAULT_BUCKET_MB, SyncedAlgorithm
 from robolab.rsl_rl_api import PPO as RslRlPPO
 from robolab.rsl_rl_api import GaussianDistribution, unpad_trajectories
+
+
+class CudaGraphError(ValueError):
+    """``agent.algorithm.cuda_graph=true`` could not capture the update here: a setting to turn off, reported in one
+    line like any bad setting."""
 
 
 def set_distribution(model, obs: TensorDict, masks: torch.Tensor | None = None, hidden_state=None) -> None:
@@ -44,7 +47,7 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         storage,
         grad_reduce_bucket_mb: float = DEFAULT_BUCKET_MB,
         critic_warmup_updates: int = 0,
-        cuda_graph: bool = True,
+        cuda_graph: bool = False,
         **kwargs,
     ):
         super().__init__(actor, critic, storage, grad_reduce_bucket_mb=grad_reduce_bucket_mb, **kwargs)
@@ -183,17 +186,14 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         if self._captured is None:
             try:
                 self._captured = CapturedStep(self, mini_batch_size)
-            except RuntimeError as error:  # what was captured is not executed: nothing has changed; go on eagerly
-                self.cuda_graph = False
+            except RuntimeError as error:
+                # Nothing has changed (what is captured is not executed), but a failed capture leaves torch's CUDA
+                # generator unusable for this process: stop here, with the setting that avoids it.
                 message = str(error).splitlines()[0]
-                warnings.warn(
-                    f"the PPO update could not be captured as a CUDA graph ({message}); it runs eagerly "
-                    "(agent.algorithm.cuda_graph=false says so up front)",
-                    stacklevel=2,
-                )
-                for batch in self.storage.mini_batch_generator(self.num_mini_batches, self.num_learning_epochs):
-                    totals += torch.stack([loss.detach().float() for loss in self.minibatch_step(batch)])
-                return
+                raise CudaGraphError(
+                    f"agent.algorithm.cuda_graph=true: capturing the PPO update failed ({message}); "
+                    "run with agent.algorithm.cuda_graph=false"
+                ) from error
         self._captured.load_rollout()
         for _ in range(self.num_learning_epochs):
             for i in range(self.num_mini_batches):
@@ -268,7 +268,9 @@ class PPO(SyncedAlgorithm, RslRlPPO):
 
     def load(self, loaded_dict: dict, load_cfg: dict | None, strict: bool) -> bool:
         resumed = super().load(loaded_dict, load_cfg, strict)
-        self._trained_all = False  # a graph is captured after an eager update with the loaded optimiser state
+        # The loaded optimiser state is new tensors: the graph is dropped, and the next one captured after an eager
+        # update with that state.
+        self._captured, self._trained_all = None, False
         if resumed:  # one update per iteration: a critic warm-up that ended before the save stays ended
             self.updates_done = loaded_dict["iter"] + 1
         return resumed

@@ -201,6 +201,15 @@ class MotionLibrary:
         w = torch.tensor(weights if weights is not None else [c.duration for c in clips], dtype=torch.float64)
         self.weights = w / w.sum()
         self._features = [self._clip_features(c) for c in clips]
+        # All clips' frames in one tensor, with each clip's first row, frame count, rate and length beside it on the
+        # device: sample_pairs draws and interpolates every pair there, with no host read (it runs every update).
+        self._frames = torch.cat(self._features)
+        on_device = lambda values, dtype: torch.tensor(values, dtype=dtype, device=self.device)
+        self._first_row = on_device(np.cumsum([0] + [c.num_frames for c in clips[:-1]]).tolist(), torch.long)
+        self._num_frames = on_device([c.num_frames for c in clips], torch.long)
+        self._fps = on_device([c.fps for c in clips], torch.float32)
+        self._duration = on_device([c.duration for c in clips], torch.float32)
+        self._device_weights = self.weights.to(self.device, torch.float32)
 
     def _clip_features(self, clip: MotionClip) -> torch.Tensor:
         as_t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=self.device)
@@ -228,16 +237,18 @@ class MotionLibrary:
     def sample_pairs(
         self, n: int, dt: float, generator: torch.Generator | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``n`` expert transitions (s at t, s' at t + dt), clips drawn in proportion to their weights."""
-        which = torch.multinomial(self.weights, n, replacement=True, generator=generator)
-        s = torch.empty(n, self.feature_dim, device=self.device)
-        s_next = torch.empty_like(s)
-        for k, clip in enumerate(self.clips):
-            idx = (which == k).nonzero(as_tuple=False).squeeze(-1)
-            if len(idx) == 0:
-                continue
-            span = max(clip.duration - dt, 0.0)
-            t = torch.rand(len(idx), generator=generator, dtype=torch.float64).float().to(self.device) * span
-            s[idx.to(self.device)] = self.state_at(k, t)
-            s_next[idx.to(self.device)] = self.state_at(k, t + dt)
-        return s, s_next
+        """``n`` expert transitions (s at t, s' at t + dt), clips drawn in proportion to their weights; drawn on the
+        library's device (``generator``, if given, must be on it too), with no host read."""
+        which = torch.multinomial(self._device_weights, n, replacement=True, generator=generator)
+        span = (self._duration[which] - dt).clamp(min=0.0)
+        t = torch.rand(n, generator=generator, device=self.device) * span
+        return self._states(which, t), self._states(which, t + dt)
+
+    def _states(self, which: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
+        """AMP states of clips ``which`` at ``times``: ``state_at`` for many clips at once."""
+        frames = self._num_frames[which]
+        f = torch.minimum((times * self._fps[which]).clamp(min=0.0), (frames - 1).float())
+        i0 = torch.minimum(f.floor().long(), frames - 2)
+        alpha = (f - i0).unsqueeze(-1)
+        rows = self._first_row[which] + i0
+        return (1 - alpha) * self._frames[rows] + alpha * self._frames[rows + 1]
