@@ -270,3 +270,11 @@ def test_init_policy_errors_are_one_line(tmp_path):
         "error: --init_policy: only PPO runs start from a policy (runner=on_policy or amp)"
     ]
     assert not list(tmp_path.glob("go2_flat_distillation"))  # nothing written
+    # A noise for a loaded policy, in a run that loads none, would do nothing: refused before anything is written.
+    runs_before = sorted(tmp_path.glob("go2_flat/*"))
+    res = run(train_cmd(*TINY, "--max_iterations", "1", "--log_root", logs, "agent.init_policy_std=0.5"))
+    assert res.returncode == 2 and res.stderr.strip().splitlines() == [
+        "error: agent.init_policy_std=0.5: sets the noise of a policy loaded by --init_policy or "
+        "agent.init_policy_experiment, and this run loads none"
+    ]
+    assert sorted(tmp_path.glob("go2_flat/*")) == runs_before

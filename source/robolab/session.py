@@ -251,6 +251,11 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
             runner.load_teacher(distributed.run_on_main(runs.find_teacher, agent, options.log_root))
         elif (policy := distributed.run_on_main(runs.find_init_policy, agent, options.log_root)) is not None:
             runner.load_policy(policy)  # a restarted or resumed run has its own checkpoint, loaded above instead
+        elif agent.get("init_policy_std") is not None:  # a setting that would silently do nothing
+            raise ConfigError(
+                f"agent.init_policy_std={agent['init_policy_std']}: sets the noise of a policy loaded by "
+                "--init_policy or agent.init_policy_experiment, and this run loads none"
+            )
         schedule = runs.plan_schedule(
             runner.current_learning_iteration,
             plan.restart,
