@@ -27,6 +27,7 @@ CONSOLE_SCRIPTS = {
     "motion": "motion",
     "plot-curve": "plot",
     "isaac-asset-root": "isaac_asset_root",
+    "warmup": "warmup",
 }
 
 setup(

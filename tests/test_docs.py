@@ -33,6 +33,7 @@ SMALL = {
     "play": {"--num_envs": "16", "--steps": "5"},
     "sim2sim": {"--num_envs": "8", "--steps": "5"},
     "benchmark": {"--num_envs": "16", "--iterations": "1"},
+    "warmup": {"--num_envs": "4"},
 }
 TRAIN_OVERRIDES = ["env.backend.num_threads=1", "agent.num_steps_per_env=4"]
 

@@ -22,17 +22,20 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 
 import pytest
 import torch
 
-from conftest import TINY, go2_robot, go2_servo_robot, run, train_cmd
+from conftest import ROOT, TINY, clean_env, go2_robot, go2_servo_robot, run, train_cmd
 from robolab.assets import load_robot
 from robolab.envs import VelocityEnv
 from robolab.envs.backends import make_backend, resolve_name
 from robolab.envs.velocity_env_cfg import BackendCfg
 from robolab.tasks.velocity.go2.env_cfgs import Go2FlatEnvCfg
+
+WARMUP = str(ROOT / "scripts" / "warmup.py")
 
 N = 8
 DEVICE = os.environ.get("ROBOLAB_TEST_DEVICE", "cpu")  # where the backend under test runs
@@ -168,6 +171,25 @@ def test_train_cli_trains_on_warp(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["iterations"] == 2 and summary["total_env_steps"] == 2 * 8 * 16
     assert "name: warp" in (run_dir / "params" / "env.yaml").read_text()
+    # The start-up line says whether MuJoCo Warp's kernel cache was warm (its compile is a cold start's first minute).
+    assert re.search(r"\[robolab\] MuJoCo Warp kernel cache \S+: (warm|cold) \(", res.stdout), res.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_warmup_fills_an_empty_kernel_cache_and_a_second_run_finds_it_warm(tmp_path):
+    """``scripts/warmup.py`` where ``WARP_CACHE_PATH`` points: cold the first time (the kernels compiled into it), warm
+    the second (nothing compiled), and its JSON says so."""
+    env = clean_env(WARP_CACHE_PATH=str(tmp_path / "cache"))
+    reports = []
+    for _ in range(2):
+        res = run([sys.executable, WARMUP, "--device", "cpu", "--num_envs", "4"], env=env, timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+        reports.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    cold, warm = reports
+    assert cold["directory"].startswith(str(tmp_path / "cache")) and cold["files_before"] == 0
+    assert cold["compiled"] == cold["files_after"] > 0
+    assert warm["compiled"] == 0 and warm["files_before"] == warm["files_after"] == cold["files_after"]
+    assert warm["seconds"] < cold["seconds"]
 
 
 def test_auto_picks_warp_on_a_gpu_and_mujoco_c_on_the_cpu(monkeypatch):

@@ -187,6 +187,37 @@ class TrainingSession:
     """Closes the env (and, for an Isaac Lab task, the simulation) and rank 0's console copy."""
 
 
+def report_kernel_cache(env, task: str, is_main: bool = True) -> dict | None:
+    """Print whether MuJoCo Warp's kernel cache was warm for this env (the first lines of a cold start are its
+    compile); the report as a dict, None for a backend without one."""
+    report = getattr(getattr(env, "backend", None), "kernel_cache", None)
+    if report is None:
+        return None
+    if is_main:
+        print(f"[robolab] {report.line(task)}")
+    return {**dataclasses.asdict(report), "compiled": report.compiled}
+
+
+def warm_up_kernels(task: str, overrides: list[str], device: str | None, steps: int) -> dict:
+    """Open ``task``'s env on ``device`` (its backend compiles every kernel of a physics step into warp's kernel
+    cache) and step it ``steps`` times with the default pose (the MDP's own kernels too: a ray-cast height scan's);
+    what the cache held before, as ``report_kernel_cache`` reports it, and the seconds it all took."""
+    start = time.perf_counter()
+    job = join(task, overrides, device, False)
+    with contextlib.ExitStack() as closer:
+        env, _ = open_env(task, env_config(task, job), job, closer)
+        report = report_kernel_cache(env, task)
+        if report is None:
+            raise ConfigError(f"--task {task}: its physics is not MuJoCo Warp (env.backend=warp): nothing to warm up")
+        actions = torch.zeros(env.num_envs, env.num_actions, device=env.device)
+        with torch.inference_mode():
+            for _ in range(steps):
+                env.step(actions)
+        if str(env.device).startswith("cuda"):
+            torch.cuda.synchronize(env.device)
+    return {"task": task, "device": job.device, **report, "total_seconds": round(time.perf_counter() - start, 2)}
+
+
 def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSession:
     """Validate, join the process group, build env and runner, load the resume checkpoint, teacher or initial policy,
     and only then create the run directory and write into it: a start that fails leaves the file system as it was."""
@@ -239,6 +270,7 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
             options.isaaclab_launcher,
             agent.get("clip_actions"),
         )
+        report_kernel_cache(env, options.task, ctx.is_main)
         if video is not None and not tasks.kind_of(options.task).own_video_recorder:
             from robolab.video import TrainingVideo
 

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
+import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import mujoco
@@ -101,6 +104,41 @@ def warp_device_for(device: torch.device) -> wp.context.Device:
     return wp.get_device(f"cuda:{index}")
 
 
+def cached_modules() -> int:
+    """How many files warp's kernel cache holds (``WARP_CACHE_PATH`` moves it): a module compiled for one more device
+    adds its binary to the module's folder, so files are counted, not folders."""
+    directory = wp.config.kernel_cache_dir
+    if not directory or not os.path.isdir(directory):
+        return 0
+    return sum(len(files) for _, _, files in os.walk(directory))
+
+
+@dataclass
+class KernelCacheReport:
+    """What loading a backend's kernels found in warp's kernel cache."""
+
+    directory: str
+    files_before: int
+    files_after: int
+    seconds: float
+    """Compiling or loading every kernel of a step, and running it once."""
+
+    @property
+    def compiled(self) -> int:
+        """Files the load added: compiled kernels (a warm cache adds none)."""
+        return max(self.files_after - self.files_before, 0)
+
+    def line(self, task: str) -> str:
+        """The start-up line: whether the cache was warm, and how to fill it ahead when it was not."""
+        if self.compiled == 0:
+            ready = f"kernels ready in {self.seconds:.1f} s"
+            return f"MuJoCo Warp kernel cache {self.directory}: warm (nothing to compile; {ready})"
+        return (
+            f"MuJoCo Warp kernel cache {self.directory}: cold ({self.compiled} files compiled in "
+            f"{self.seconds:.1f} s; `scripts/warmup.py --task {task}` fills it ahead, WARP_CACHE_PATH moves it)"
+        )
+
+
 class WarpBackend(PhysicsBackend):
     """MuJoCo Warp: every env a world of one batched simulation, one CUDA graph per control step, the state read and
     written through zero-copy torch views."""
@@ -174,13 +212,17 @@ class WarpBackend(PhysicsBackend):
 
     def _warm_up(self) -> None:
         """Compile every kernel of a step now (a CUDA graph cannot load modules while it captures), then start over
-        from the model's initial state."""
+        from the model's initial state. What it found in warp's kernel cache is ``kernel_cache``."""
+        cached_before, start = cached_modules(), time.perf_counter()
         with wp.ScopedDevice(self.wp_device):
             self._physics_step(decimation=1)
             mjw.reset_data(self._model, self._data)
             self._peak.zero_()
             self._non_finite.zero_()
             wp.synchronize_device(self.wp_device)
+        self.kernel_cache = KernelCacheReport(
+            str(wp.config.kernel_cache_dir), cached_before, cached_modules(), time.perf_counter() - start
+        )
 
     # --- stepping -------------------------------------------------------------------------------------
     def _physics_step(self, decimation: int, first_substep: bool = True) -> None:
