@@ -9,7 +9,9 @@ that differ from rsl_rl's, and where ``test_a_minibatch_step_reads_nothing_back_
 
 from __future__ import annotations
 
+import io
 import os
+import weakref
 
 import pytest
 import torch
@@ -256,17 +258,22 @@ def test_the_cuda_graph_update_gives_the_eager_updates_parameters_and_rsl_rls(ca
 @ON_GPU_ONLY
 def test_a_loaded_checkpoint_is_trained_on_by_a_new_graph():
     """Loading replaces the optimiser's state tensors, which the old graph would go on writing: the graph is dropped,
-    one eager update runs with the loaded state, and the next update captures a new graph."""
+    one eager update runs with the loaded state, and the next update captures a new graph. The checkpoint goes through
+    a file's bytes, as a resume's does: ``save()``'s dict holds the saver's live optimiser tensors, and a load on the
+    same device keeps them (``Tensor.to`` returns the tensor itself), so two algorithms loaded from one dict would
+    train one state between them."""
     alg, reference = build(PPO, cuda_graph=True), build(PPO)
     train(alg, updates=2), train(reference, updates=2)
-    first = alg._captured
-    assert first is not None
-    saved = {**reference.save(), "iter": 1}
+    assert alg._captured is not None
+    first = weakref.ref(alg._captured)
+    buffer = io.BytesIO()
+    torch.save({**reference.save(), "iter": 1}, buffer)
     for algorithm in (alg, reference):
-        algorithm.load(saved, None, strict=True)
+        buffer.seek(0)
+        algorithm.load(torch.load(buffer, weights_only=False), None, strict=True)
         for k in range(2):
             collect(algorithm, seed=50 + k)
             torch.manual_seed(5 + k)
             algorithm.update()
-    assert alg._captured is not None and alg._captured is not first
+    assert alg._captured is not None and alg._captured is not first()
     assert_same_models(alg, reference)

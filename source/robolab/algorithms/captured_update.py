@@ -76,6 +76,14 @@ class CapturedStep:
         # One eager step on the capture's stream first (torch's rule: lazy set-ups such as cuBLAS workspaces must not
         # happen during capture), undone in place afterwards: the models and the optimiser are as they were.
         alg, stream = self.alg, torch.cuda.Stream(self.alg.device)
+        # The actor's distribution holds the autograd graph of the last eager minibatch, and with it the parameters'
+        # gradient-accumulation nodes, which run on the stream they were made on (the default one): a capture that
+        # reused them would make the default stream wait on the capturing one, which voids it. Set the distribution
+        # anew without a graph, so the warm-up makes those nodes on the capture's stream.
+        from robolab.algorithms.ppo import set_distribution
+
+        with torch.no_grad():
+            set_distribution(alg.actor, self._batch().observations)
         saved = [t.detach().clone() for t in _state_tensors(alg)]
         stream.wait_stream(torch.cuda.current_stream(alg.device))
         try:

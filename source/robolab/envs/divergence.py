@@ -12,6 +12,7 @@ import warnings
 import torch
 
 from robolab.envs.backends import resolve_name
+from robolab.envs.captured_step import HostSide
 
 
 class PhysicsDivergedError(ValueError):
@@ -65,6 +66,13 @@ def check_bounds(cfg) -> None:
         raise ValueError(f"env.divergence.check_every={cfg.check_every}: must be >= 1 control step")
 
 
+class WindowSteps(HostSide):
+    """Control steps counted on the host since the last check."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
 class DivergenceGuard:
     """Bounds per step, counts on the device (no host synchronisation per step), one check per window."""
 
@@ -76,7 +84,7 @@ class DivergenceGuard:
         self.diverged_total = torch.zeros((), dtype=torch.long, device=dev)  # non-finite ones included
         self.overflow_total = torch.zeros((), dtype=torch.long, device=dev)
         self._window = torch.zeros((), dtype=torch.long, device=dev)
-        self._window_steps = 0
+        self.window_steps = WindowSteps()
         # A backend with fixed contact buffers (MuJoCo Warp) reports overflows; MuJoCo C's grow as needed.
         self.overflow_watched = bool(env.backend.overflow_settings)
         self._window_flags = torch.zeros(env.num_envs, dtype=torch.int32, device=dev)
@@ -118,17 +126,20 @@ class DivergenceGuard:
         count = diverged.sum()
         self.diverged_total += count
         self._window += count
-        self._window_steps += 1
-        if self._window_steps >= self.cfg.check_every:
+
+    def end_step(self) -> None:
+        """After each step, on the host (outside a captured step): count it, and check the window when it is full."""
+        self.window_steps.count += 1
+        if self.window_steps.count >= self.cfg.check_every:
             self._check_window()
 
     def _check_window(self) -> None:
         """Stop when most env steps of the window diverged (one host synchronisation per window); warn, once per
         window, of buffer overflows."""
-        share = float(self._window) / (self.env.num_envs * self._window_steps)
-        steps = self._window_steps
+        steps = self.window_steps.count
+        share = float(self._window) / (self.env.num_envs * steps)
         self._window.zero_()
-        self._window_steps = 0
+        self.window_steps.count = 0
         if self.overflow_watched:
             self._report_overflows(steps)
         if share > self.cfg.stop_fraction:

@@ -27,9 +27,10 @@ def yaw_quat(yaw: torch.Tensor) -> torch.Tensor:
 
 
 def heading(q: torch.Tensor) -> torch.Tensor:
-    """Yaw angle (N,) of the body x axis projected on the ground plane."""
-    x_axis = quat_rotate(q, torch.tensor([[1.0, 0.0, 0.0]], device=q.device).expand(q.shape[0], 3))
-    return torch.atan2(x_axis[:, 1], x_axis[:, 0])
+    """Yaw angle (N,) of the body x axis projected on the ground plane: the first column of ``q``'s rotation matrix,
+    written out (no constant axis to copy to the device, which a captured step could not do)."""
+    w, x, y, z = q.unbind(-1)
+    return torch.atan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
 
 
 def wrap_to_pi(angle: torch.Tensor) -> torch.Tensor:

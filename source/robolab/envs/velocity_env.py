@@ -25,6 +25,8 @@ from tensordict import TensorDict
 
 from robolab.envs.actuators import ExplicitActuators
 from robolab.envs.backends import make_backend
+from robolab.envs.backends.base import PhysicsBackend
+from robolab.envs.captured_step import StepGraph
 from robolab.envs.delay import DelayLine
 from robolab.envs.divergence import DivergenceGuard, PhysicsDivergedError, likely_culprits
 from robolab.envs.gaits import GaitScores
@@ -72,6 +74,11 @@ class VelocityEnv(VecEnv):
         self.generator.manual_seed(cfg.seed)
         terrain = generate(cfg.terrain) if cfg.terrain is not None else None
         self.backend = make_backend(cfg.backend, cfg.robot, cfg.sim_dt, cfg.num_envs, cfg.device, terrain)
+        if cfg.cuda_graph and not (self.device.type == "cuda" and self.backend.graph_capturable):
+            raise ValueError(
+                f"env.cuda_graph=true needs a CUDA device and env.backend=warp (this run: device {cfg.device}, "
+                f"backend {type(self.backend).__name__}): set env.cuda_graph=false"
+            )
         self.terrain = (
             TerrainField(terrain, self.num_envs, self.device, self.generator, cfg.terrain.max_init_level)
             if terrain is not None and cfg.terrain is not None
@@ -119,6 +126,8 @@ class VelocityEnv(VecEnv):
         self._check_term_outputs()
         self.observation_groups = ObservationGroups(self, _groups_with_amp(cfg))
         self._obs = self._compute_observations()
+        self.step_graph = StepGraph(self, skip=(PhysicsBackend,)) if cfg.cuda_graph else None
+        """Replays the step as a CUDA graph (``env.cuda_graph``); None: every step runs eagerly."""
 
     # --- rsl_rl VecEnv --------------------------------------------------------------------------------
     def get_observations(self) -> TensorDict:
@@ -133,7 +142,15 @@ class VelocityEnv(VecEnv):
         return self._obs
 
     def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
-        actions = actions.to(self.device).clamp(-self.cfg.clip_actions, self.cfg.clip_actions)
+        actions = actions.to(self.device)
+        out = self.step_body(actions) if self.step_graph is None else self.step_graph.step(actions)
+        self.divergence.end_step()  # host-side: once per window it reads the device's counts
+        return out
+
+    def step_body(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
+        """The control step's work on the device, with no host read and no Python state changed: what a CUDA graph
+        records (``env.cuda_graph``)."""
+        actions = actions.clamp(-self.cfg.clip_actions, self.cfg.clip_actions)
         self.actions = actions
         applied = actions if self.action_delay is None else self.action_delay(actions)
         self.step_physics(self.default_joint_pos + self.cfg.action_scale * applied)

@@ -257,6 +257,9 @@ class VelocityEnvCfg:
     """Curriculum terms (terrain levels, command ranges), run at resets."""
     divergence: DivergenceCfg = field(default_factory=DivergenceCfg)
     """How diverging physics is found and contained (the env reset and counted, never a crash)."""
+    cuda_graph: bool = False
+    """Replay each control step (every term, the resets, the observations and MuJoCo Warp's physics) as one CUDA
+    graph (``robolab.envs.captured_step``); needs a GPU and ``env.backend=warp``."""
 
     @property
     def step_dt(self) -> float:

@@ -7,6 +7,7 @@ GPU backend can replace the CPU one without touching the MDP.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
@@ -74,6 +75,16 @@ class PhysicsBackend(ABC):
     variant_of_env: torch.Tensor
     """(num_envs,) index of the physics variant (randomised friction and mass) each env simulates."""
     num_variants: int
+
+    @property
+    def graph_capturable(self) -> bool:
+        """Whether ``captured`` works here: the step's physics can be recorded into a torch CUDA graph."""
+        return False
+
+    def captured(self) -> contextlib.AbstractContextManager:
+        """While torch captures the env's step into a CUDA graph (``env.cuda_graph``): the physics launches its work
+        onto torch's capturing stream."""
+        raise NotImplementedError(f"{type(self).__name__} cannot run inside a CUDA graph (env.cuda_graph=false)")
 
     @abstractmethod
     def step(self, controls: torch.Tensor, decimation: int, first_substep: bool = True) -> None:

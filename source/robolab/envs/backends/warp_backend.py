@@ -205,6 +205,10 @@ class WarpBackend(PhysicsBackend):
         self._stream = wp.Stream(self.wp_device) if self.wp_device.is_cuda else None
         self._events = (wp.Event(self.wp_device), wp.Event(self.wp_device)) if self.wp_device.is_cuda else None
         self._torch_streams: dict[int, wp.Stream] = {}
+        self._external: wp.Stream | None = None
+        """Torch's stream while it captures the env's step (``captured``): the physics launches onto it."""
+        self._external_graphs: list[wp.context.Graph] = []
+        """What warp allocated in those captures, kept while the torch graphs that use it may replay."""
         self._render_data: mujoco.MjData | None = None
         self._ray_scene: mjw.Data | None = None
         self._ray_buffers: dict[int, tuple[Any, Any, Any, Any]] = {}
@@ -250,6 +254,10 @@ class WarpBackend(PhysicsBackend):
 
     def step(self, controls: torch.Tensor, decimation: int, first_substep: bool = True) -> None:
         self._ctrl[:, self._actuator_ids] = controls.to(self.device, torch.float32)
+        if self._external is not None:  # recorded into torch's graph of the whole step, in order with its kernels
+            with wp.ScopedStream(self._external, sync_enter=False):
+                self._physics_step(decimation, first_substep)
+            return
         if self._stream is None:  # warp's CPU device: launches run in order on the calling thread
             with wp.ScopedDevice(self.wp_device):
                 self._physics_step(decimation, first_substep)
@@ -264,6 +272,23 @@ class WarpBackend(PhysicsBackend):
         self._stream.wait_event(torch_stream.record_event(self._events[0]))
         wp.capture_launch(graph, stream=self._stream)
         torch_stream.wait_event(self._stream.record_event(self._events[1]))
+
+    @property
+    def graph_capturable(self) -> bool:
+        return self.wp_device.is_cuda
+
+    @contextlib.contextmanager
+    def captured(self):
+        # Warp is told that torch's stream is capturing (external=True): its launches, conditional nodes and
+        # allocations then go into torch's graph.
+        stream = self._torch_stream()
+        wp.capture_begin(stream=stream, external=True)
+        self._external = stream
+        try:
+            yield
+        finally:
+            self._external = None
+            self._external_graphs.append(wp.capture_end(stream=stream))
 
     def _torch_stream(self) -> wp.Stream:
         """Torch's current stream on this device, as a warp stream (wrapped once per stream)."""
@@ -339,7 +364,13 @@ class WarpBackend(PhysicsBackend):
                 buffers = self._ray_buffers[total] = _ray_buffers(total)
             exclude, dist, geom, normal = buffers
             # On torch's stream: after the writes of the base pose the origins come from, before the reads.
-            on_torch = wp.ScopedStream(self._torch_stream()) if self.wp_device.is_cuda else contextlib.nullcontext()
+            # Inside a captured step there is nothing before to wait for (and a wait on an event from outside the
+            # capture would void it).
+            on_torch = (
+                wp.ScopedStream(self._torch_stream(), sync_enter=self._external is None)
+                if self.wp_device.is_cuda
+                else contextlib.nullcontext()
+            )
             with on_torch:
                 _rays(
                     self._model,

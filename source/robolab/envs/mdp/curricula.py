@@ -83,8 +83,10 @@ def command_ranges(
                 raise ValueError(f"limits.{name}={[low, high]}: must hold the command's range {start}")
         every = env.max_episode_length if every_s is None else max(1, round(every_s / env.step_dt))
         zero = torch.zeros((), device=env.device)
-        # The first call is the env's first reset, before any step: the count of steps starts after it.
-        state = env.term_cache[key] = {"every": every, "steps": -1, "error": zero.clone(), "count": zero.clone()}
+        # The first call is the env's first reset, before any step: the count of steps starts after it. The count is
+        # a tensor, like everything a step changes (a captured step replays tensor work only).
+        steps = torch.full((), -1, dtype=torch.long, device=env.device)
+        state = env.term_cache[key] = {"every": every, "steps": steps, "error": zero.clone(), "count": zero.clone()}
     ended = mask & (env.episode_steps > 0)
     diverged = getattr(env, "terminated_by", {}).get("diverged")
     if diverged is not None:
@@ -92,15 +94,15 @@ def command_ranges(
     per_episode = env.episode_tracking_error / env.episode_steps.clamp_min(1)
     state["error"] = state["error"] + (per_episode * ended).sum()
     state["count"] = state["count"] + ended.sum()
-    state["steps"] += 1
-    if state["steps"] % state["every"] == 0:
-        mean = state["error"] / state["count"].clamp_min(1)
-        widen = (state["count"] > 0) & (mean < error_threshold)
-        for name, (low, high) in limits.items():
-            current = command.ranges[name]
-            wider = torch.stack([(current[0] - step).clamp_min(low), (current[1] + step).clamp_max(high)])
-            command.ranges[name] = torch.where(widen, wider, current)
-        state["error"], state["count"] = state["error"] * 0, state["count"] * 0
+    state["steps"] = state["steps"] + 1
+    due = state["steps"] % state["every"] == 0
+    mean = state["error"] / state["count"].clamp_min(1)
+    widen = due & (state["count"] > 0) & (mean < error_threshold)
+    for name, (low, high) in limits.items():
+        current = command.ranges[name]
+        wider = torch.stack([(current[0] - step).clamp_min(low), (current[1] + step).clamp_max(high)])
+        command.ranges[name] = torch.where(widen, wider, current)
+    state["error"], state["count"] = state["error"].masked_fill(due, 0.0), state["count"].masked_fill(due, 0.0)
     log = {}
     for name in limits:
         log[f"{name}_min"], log[f"{name}_max"] = command.ranges[name].unbind()
