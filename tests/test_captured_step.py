@@ -59,7 +59,7 @@ def assert_same_step(a, b, atol: float = 0.0) -> None:
 @pytest.mark.parametrize("task", TASKS)
 def test_every_tasks_step_done_as_captured_is_the_eager_step(task):
     eager, captured = make_env(task), make_env(task)
-    for step, actions in enumerate(actions_for(eager, 40)):
+    for step, actions in enumerate(actions_for(eager, 30)):
         expected = eager.step(actions)
         assert_same_step(expected, step_as_graphed(captured, actions, step))
     assert eager.episode_length_buf.lt(step).any(), "some episode should have restarted (else resets go untested)"

@@ -207,8 +207,9 @@ class WarpBackend(PhysicsBackend):
         self._torch_streams: dict[int, wp.Stream] = {}
         self._external: wp.Stream | None = None
         """Torch's stream while it captures the env's step (``captured``): the physics launches onto it."""
-        self._external_graphs: list[wp.context.Graph] = []
-        """What warp allocated in those captures, kept while the torch graphs that use it may replay."""
+        self._external_graph: wp.context.Graph | None = None
+        """What warp allocated in the last such capture, kept while the torch graph that uses it may replay (one
+        env step graph lives at a time: a new capture replaces the old graph)."""
         self._render_data: mujoco.MjData | None = None
         self._ray_scene: mjw.Data | None = None
         self._ray_buffers: dict[int, tuple[Any, Any, Any, Any]] = {}
@@ -288,7 +289,7 @@ class WarpBackend(PhysicsBackend):
             yield
         finally:
             self._external = None
-            self._external_graphs.append(wp.capture_end(stream=stream))
+            self._external_graph = wp.capture_end(stream=stream)
 
     def _torch_stream(self) -> wp.Stream:
         """Torch's current stream on this device, as a warp stream (wrapped once per stream)."""
