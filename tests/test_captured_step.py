@@ -230,3 +230,47 @@ def test_the_step_graph_is_captured_after_a_warm_up_anew_after_a_reset_and_given
             if i == 13:
                 assert graph.captures == 2 and not graph.given_up
     assert graph.given_up and graph.captures == 3 and graph.captured is None
+
+
+class State:
+    def __init__(self):
+        self.x = torch.zeros(3)
+        self.table = {"a": torch.zeros(2)}
+        self.base = torch.zeros(4)
+        self.head, self.tail = self.base[:2], self.base[2:]  # two views of one tensor
+
+
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        (lambda s: setattr(s, "x", torch.zeros(4)), r"^env.x changes from a \(3,\) torch.float32 tensor to \(4,\)"),
+        (lambda s: setattr(s, "table", [torch.zeros(2)]), r"^env.table changes type in a step \(dict -> list\)"),
+        (lambda s: s.table.update(b=torch.zeros(1)), r"^env.table gains \['b'\] and loses nothing in a step"),
+        (
+            lambda s: (setattr(s, "head", torch.ones(2)), setattr(s, "tail", torch.ones(2))),
+            r"^env.(head|tail) and env.(head|tail) share memory before a step but not after it",
+        ),
+    ],
+    ids=["shape", "type", "structure", "views"],
+)
+def test_what_a_graph_cannot_carry_is_a_one_line_error_naming_it(step, message):
+    from robolab.envs.captured_step import carry_over
+
+    state = State()
+    tree = StateTree(state)
+    step(state)
+    with pytest.raises(CaptureError, match=message) as err:
+        carry_over(tree, state)
+    assert "\n" not in str(err.value)
+
+
+def test_a_tensor_and_its_views_rebound_to_one_new_tensor_and_its_views_are_carried():
+    from robolab.envs.captured_step import carry_over, run_assignment
+
+    state = State()
+    base, head, tail, tree = state.base, state.head, state.tail, StateTree(state)
+    new = torch.arange(4.0)
+    state.base, state.head, state.tail = new, new[:2], new[2:]
+    run_assignment(carry_over(tree, state))
+    assert state.base is base and state.head is head and state.tail is tail
+    assert base.tolist() == [0.0, 1.0, 2.0, 3.0] and head.tolist() == [0.0, 1.0]

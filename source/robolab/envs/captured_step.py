@@ -128,6 +128,15 @@ class StateTree:
             out += self._flatten(child, child.value, (*path, _element(value, key)))
         return out
 
+    @property
+    def locations(self) -> list[tuple[Any, Any, Any]]:
+        """(container, key, recorded value) of every recorded location that holds no Python value."""
+        return self._locations
+
+    def path_of(self, container: Any, key: Any) -> tuple:
+        """The path elements of the location ``container[key]`` (or its attribute ``key``)."""
+        return self._paths[id(container), key]
+
     def mismatch(self) -> str | None:
         """The first location that no longer holds what was recorded (something outside the step rebound it), as a
         path; None when all do."""
@@ -136,11 +145,11 @@ class StateTree:
                 try:
                     current = container[key]
                 except (KeyError, IndexError):
-                    return _path(self._paths[id(container), key])
+                    return _path(self.path_of(container, key))
             else:
                 current = getattr(container, key, _MISSING)
             if current is not value:
-                return f"{_path(self._paths[id(container), key])}"
+                return _path(self.path_of(container, key))
         return None
 
     def restore(self, current: Any) -> list[Copy]:
@@ -185,9 +194,10 @@ class StateTree:
                 f"{_path(path)} gains {added or 'nothing'} and loses {removed or 'nothing'} in a step: "
                 "a captured step keeps its state's structure (env.cuda_graph=false runs it eagerly)"
             )
+        held = _children(old)  # what ``old`` holds at each key (a key set below does not change the others)
         for key, child in node.children.items():
             value = self._restore(child, now[key], (*path, _element(old, key)), copies)
-            if not isinstance(old, tuple) and _children(old).get(key) is not value:
+            if not isinstance(old, tuple) and held.get(key) is not value:
                 _set(old, key, value)
         return old
 
@@ -235,17 +245,8 @@ def assignment(
 def unchanged_tensors(tree: StateTree, copies: list[Copy]) -> list[tuple[str, torch.Tensor]]:
     """Every recorded tensor location that the step left alone (no copy carries a new value into it)."""
     copied = {c.path for c in copies}
-    out = []
-
-    def walk(node: _Node, path: tuple) -> None:
-        for key, child in (node.children or {}).items():
-            here = (*path, _element(node.value, key))
-            if torch.is_tensor(child.value) and _path(here) not in copied:
-                out.append((_path(here), child.value))
-            walk(child, here)
-
-    walk(tree.root, ())
-    return out
+    located = ((_path(tree.path_of(container, key)), value) for container, key, value in tree.locations)
+    return [(path, value) for path, value in located if torch.is_tensor(value) and path not in copied]
 
 
 def carry_over(tree: StateTree, root: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:

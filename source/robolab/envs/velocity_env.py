@@ -24,7 +24,7 @@ import torch
 from tensordict import TensorDict
 
 from robolab.envs.actuators import ExplicitActuators
-from robolab.envs.backends import make_backend
+from robolab.envs.backends import make_backend, resolve_name
 from robolab.envs.backends.base import PhysicsBackend
 from robolab.envs.captured_step import StepGraph
 from robolab.envs.delay import DelayLine
@@ -74,11 +74,6 @@ class VelocityEnv(VecEnv):
         self.generator.manual_seed(cfg.seed)
         terrain = generate(cfg.terrain) if cfg.terrain is not None else None
         self.backend = make_backend(cfg.backend, cfg.robot, cfg.sim_dt, cfg.num_envs, cfg.device, terrain)
-        if cfg.cuda_graph and not (self.device.type == "cuda" and self.backend.graph_capturable):
-            raise ValueError(
-                f"env.cuda_graph=true needs a CUDA device and env.backend=warp (this run: device {cfg.device}, "
-                f"backend {type(self.backend).__name__}): set env.cuda_graph=false"
-            )
         self.terrain = (
             TerrainField(terrain, self.num_envs, self.device, self.generator, cfg.terrain.max_init_level)
             if terrain is not None and cfg.terrain is not None
@@ -499,6 +494,13 @@ def _check_settings(cfg: VelocityEnvCfg) -> None:
         )
     if not cfg.clip_actions > 0:
         raise ValueError(f"env.clip_actions={cfg.clip_actions}: must be > 0 (actions are clamped to +-clip_actions)")
+    if cfg.cuda_graph and not (
+        str(cfg.device).startswith("cuda") and resolve_name(cfg.backend.name, cfg.device) == "warp"
+    ):
+        raise ValueError(
+            f"env.cuda_graph=true needs a CUDA device and env.backend=warp (this run: device {cfg.device}, "
+            f"backend {cfg.backend.name}): set env.cuda_graph=false"
+        )
     if not cfg.contact_force_threshold >= 0:
         raise ValueError(f"env.contact_force_threshold={cfg.contact_force_threshold}: must be >= 0 N")
     if cfg.amp_terms:

@@ -76,11 +76,6 @@ class PhysicsBackend(ABC):
     """(num_envs,) index of the physics variant (randomised friction and mass) each env simulates."""
     num_variants: int
 
-    @property
-    def graph_capturable(self) -> bool:
-        """Whether ``captured`` works here: the step's physics can be recorded into a torch CUDA graph."""
-        return False
-
     def captured(self) -> contextlib.AbstractContextManager:
         """While torch captures the env's step into a CUDA graph (``env.cuda_graph``): the physics launches its work
         onto torch's capturing stream."""

@@ -274,10 +274,6 @@ class WarpBackend(PhysicsBackend):
         wp.capture_launch(graph, stream=self._stream)
         torch_stream.wait_event(self._stream.record_event(self._events[1]))
 
-    @property
-    def graph_capturable(self) -> bool:
-        return self.wp_device.is_cuda
-
     @contextlib.contextmanager
     def captured(self):
         # Warp is told that torch's stream is capturing (external=True): its launches, conditional nodes and
