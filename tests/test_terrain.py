@@ -18,6 +18,7 @@ from conftest import TINY, clean_env, run, train_cmd
 from robolab import checkpoint
 from robolab.assets import load_robot
 from robolab.envs import VelocityEnv
+from robolab.envs.mdp import kernels
 from robolab.envs.terms import TermError, TerminationTermCfg
 from robolab.envs.velocity_env_cfg import VelocityEnvCfg
 from robolab.launch import TrainOptions
@@ -283,6 +284,66 @@ def test_the_height_scan_reads_the_ground_around_the_base_turned_with_its_yaw():
     points = scan_points(env, (1.6, 1.0), 0.1)
     heading = points[:, -6] - points[:, 5]  # from the rear-middle to the front-middle point
     assert torch.allclose(heading.norm(dim=1), torch.full((7,), 1.6), atol=1e-5)
+
+
+def test_feet_clearance_prices_a_moving_foot_s_shortfall_as_a_share_of_the_target():
+    clearance = torch.tensor([[0.06, 0.12, 0.20, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    velocity = torch.zeros(2, 4, 3)
+    velocity[0, :3, 0] = 1.0  # three feet swing forward at 1 m/s
+    velocity[0, 3, 2] = 5.0  # the fourth only moves up: a planted foot is not priced
+    velocity[1, :, 1] = 0.5  # sideways at 0.5 m/s, all four on the ground
+    r = kernels.feet_clearance(clearance, velocity, target_height=0.12)
+    gate_1, gate_half = math.tanh(2.0), math.tanh(1.0)
+    torch.testing.assert_close(r, torch.tensor([0.5 * gate_1, 4 * gate_half]))  # at or above the target: nothing
+
+
+def test_foot_clearance_is_the_foot_s_height_above_the_ground_beneath_it_in_the_world():
+    from types import SimpleNamespace
+
+    from robolab.envs.mdp.observations import foot_clearance
+
+    # a base at (1, 2, 0.5) turned 90 degrees about z; feet 0.3 m ahead and 0.1 m left of it, 0.4 m below
+    half = math.pi / 4
+    state = SimpleNamespace(
+        base_pos=torch.tensor([[1.0, 2.0, 0.5]]), base_quat=torch.tensor([[math.cos(half), 0.0, 0.0, math.sin(half)]])
+    )
+    backend = SimpleNamespace(foot_positions=torch.tensor([[[0.3, 0.1, -0.4], [-0.3, 0.0, -0.4]]]))
+    seen = []
+
+    def ground_height(xy):
+        seen.append(xy)
+        return xy[..., 0] * 0.1  # a slope rising 0.1 m per metre of x
+
+    env = SimpleNamespace(state=state, backend=backend, ground_height=ground_height)
+    clearance = foot_clearance(env)
+    # turned 90 degrees, the base's x is the world's y: the feet stand at (0.9, 2.3) and (1.0, 1.7)
+    torch.testing.assert_close(seen[0], torch.tensor([[[0.9, 2.3], [1.0, 1.7]]]))
+    torch.testing.assert_close(clearance, torch.tensor([[0.1 - 0.09, 0.1 - 0.10]]))
+
+
+def test_a_standing_go2_s_feet_stand_their_radius_above_every_kind_of_ground():
+    from robolab.assets.go2 import FOOT_RADIUS
+    from robolab.envs.mdp.observations import foot_clearance
+
+    env = rough_env(num_envs=21)  # 3 per terrain type, each turned its own way
+    for _ in range(25):
+        env.step(torch.zeros(env.num_envs, env.num_actions))
+    on_ground = env.foot_contact
+    assert on_ground.float().mean() > 0.5
+    clearance = foot_clearance(env)[on_ground]
+    torch.testing.assert_close(clearance, torch.full_like(clearance, FOOT_RADIUS), atol=0.012, rtol=0)
+
+
+def test_a_feet_clearance_of_zero_is_a_one_line_error_naming_it():
+    from robolab.envs.terms import RewardTermCfg
+
+    cfg = Go2RoughEnvCfg(num_envs=2, terrain=small_terrain())
+    cfg.rewards["feet_clearance"] = RewardTermCfg(func="feet_clearance", weight=-0.5, params={"target_height": 0.0})
+    with pytest.raises(TermError) as err:
+        VelocityEnv(cfg)
+    assert str(err.value).startswith("env.rewards.feet_clearance.params.target_height=0.0") and "\n" not in str(
+        err.value
+    )
 
 
 def test_the_curriculum_moves_walkers_up_and_standers_down_with_a_scripted_policy():

@@ -8,7 +8,7 @@
 #                                              # checkpoint and those nearest KEEP_AT_S (300) s come back in run/
 #   bash docs/benchmarks/h200_rough.sh eval    # play.py --terrain_eval on the train run's checkpoints nearest EVAL_AT_S
 #                                              # (300 540) s after launch (rough_eval_<s>s.json)
-#   bash docs/benchmarks/h200_rough.sh distill # the blind student distilled from the newest perceptive checkpoint for
+#   bash docs/benchmarks/h200_rough.sh distill # the blind student distilled from the train run's newest checkpoint for
 #                                              # DISTILL_S s (540); its curve (student_curve.json) and the terrain
 #                                              # evaluation of its last checkpoint (student_eval.json; none with
 #                                              # DISTILL_EVAL=0)
@@ -23,8 +23,8 @@
 #   bash docs/benchmarks/h200_rough.sh rays    # tests/test_terrain_backends.py on the GPU (ray casts and scans on CUDA
 #                                              # against MuJoCo C included) and the scan's cost by rays vs height map
 #                                              # at SIZES (4096) envs (height_scan_rays.sh)
-#   bash docs/benchmarks/h200_rough.sh warm    # compile MuJoCo Warp's kernels for the rough task (2 training
-#                                              # iterations at TRAIN_ENVS envs; the seconds it took in warm.log)
+#   bash docs/benchmarks/h200_rough.sh warm    # compile MuJoCo Warp's kernels for TASK (scripts/warmup.py: 2 control
+#                                              # steps at TRAIN_ENVS envs; any task, a student's too; warm.tail)
 #   bash docs/benchmarks/h200_rough.sh cache   # warp's compiled kernels as $OUT/warp_cache.tar.xz, to carry to a later
 #                                              # machine (WARP_CACHE_PATH; a cold cache costs ~3 minutes per launch)
 # TAG=<prefix> names a run and its output files (default none), so that two runs can share the GPU side by side,
@@ -37,7 +37,7 @@
 set -uo pipefail
 here="$(dirname "$0")"
 . "$here/device_train.sh"  # the site, the kernel cache, LOGS and TAG
-TASK=RoboLab-Velocity-Rough-Go2-v0
+TASK="${TASK:-RoboLab-Velocity-Rough-Go2-v0}"  # or the teacher task, RoboLab-Velocity-Rough-Go2-Teacher-v0
 STUDENT_TASK=RoboLab-Velocity-Rough-Go2-Distillation-v0
 FINETUNE_TASK=RoboLab-Velocity-Rough-Go2-Blind-Finetune-v0
 
@@ -134,8 +134,7 @@ PY
   ;;
 warm)
   start=$(date +%s)
-  timeout 400 python3 scripts/train.py --task $TASK --device cuda --num_envs "${TRAIN_ENVS:-4096}" --max_iterations 2 \
-    --log_root /tmp/warm_logs > "$OUT/warm.log" 2>&1
+  timeout 400 python3 scripts/warmup.py --task $TASK --device cuda --num_envs "${TRAIN_ENVS:-4096}" > "$OUT/warm.log" 2>&1
   echo "warm rc=$? $(( $(date +%s) - start )) s" | tee -a "$OUT/warm.log"; tail -c 3000 "$OUT/warm.log" > "$OUT/warm.tail"
   rm "$OUT/warm.log" ;;
 train)
@@ -143,7 +142,7 @@ train)
   timeout -s TERM "${TRAIN_S:-540}" python3 scripts/train.py --task $TASK --device cuda --num_envs "${TRAIN_ENVS:-4096}" \
     --max_iterations 100000 --run_name "${TAG}rough_h200" --log_root "$LOGS" agent.save_interval=25 \
     ${TRAIN_OVERRIDES:-} > "$OUT/${TAG}train.log" 2>&1
-  run=$(ls -td "$LOGS"/go2_rough/*_"${TAG}rough_h200" | head -1); echo "$run" > "$LOGS.${TAG}run"
+  run=$(ls -td "$LOGS"/*/*_"${TAG}rough_h200" | head -1); echo "$run" > "$LOGS.${TAG}run"
   curve "$run" "$start" Curriculum/terrain_level Metrics/lin_vel_tracking_error Metrics/fall_rate Train/mean_reward \
     > "$OUT/${TAG}rough_curve.json"
   tail -c 15000 "$OUT/${TAG}train.log" > "$OUT/${TAG}train.tail"; rm "$OUT/${TAG}train.log"
@@ -166,6 +165,10 @@ eval)
     terrain_eval $TASK "$run" "$ckpt" "${TAG}rough_eval_${at}s${EVAL_SUFFIX:-}"
   done ;;
 distill)
+  # the teacher: TEACHER=, else the newest checkpoint of this machine's train run (TASK's), else the task's default
+  if [ -z "${TEACHER:-}" ] && [ -f "$LOGS.${TAG}run" ]; then
+    TEACHER="$(cat "$LOGS.${TAG}run")/$(newest_checkpoint "$(cat "$LOGS.${TAG}run")")"
+  fi
   start=$(date +%s.%N)
   timeout -s TERM "${DISTILL_S:-540}" python3 scripts/train.py --task $STUDENT_TASK --device cuda \
     --num_envs "${TRAIN_ENVS:-4096}" --max_iterations 100000 --run_name "${TAG}rough_h200_student" --log_root "$LOGS" \

@@ -73,6 +73,14 @@ def feet_slide(foot_velocity: torch.Tensor, contact: torch.Tensor) -> torch.Tens
     return (foot_velocity[..., :2].norm(dim=-1) * contact.float()).sum(dim=1)
 
 
+def feet_clearance(clearance: torch.Tensor, foot_velocity: torch.Tensor, target_height: float) -> torch.Tensor:
+    """How far each moving foot is below ``target_height`` m above the ground beneath it, as a share of that target,
+    summed over the feet. A foot counts by ``tanh(2 * its horizontal speed in m/s)``: a swinging foot fully, a foot
+    planted on the ground not at all."""
+    shortfall = (target_height - clearance).clamp(min=0.0) / target_height
+    return (shortfall * torch.tanh(2.0 * foot_velocity[..., :2].norm(dim=-1))).sum(dim=1)
+
+
 def joint_deviation_l1(joint_pos: torch.Tensor, default: torch.Tensor) -> torch.Tensor:
     """The joints' absolute distance from ``default``, summed."""
     return (joint_pos - default).abs().sum(dim=1)

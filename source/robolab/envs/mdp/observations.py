@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from robolab.amp.features import amp_features, check_terms
+from robolab.envs.math import quat_rotate
 from robolab.envs.mdp import kernels
 
 
@@ -56,6 +57,17 @@ def physics_param(env, name: str) -> torch.Tensor:
 def foot_contact(env) -> torch.Tensor:
     """1 where a foot touches the ground (contact force above ``env.contact_force_threshold``), else 0."""
     return env.foot_contact.float()
+
+
+def foot_clearance(env) -> torch.Tensor:
+    """(num_envs, feet): each foot body's height (m) above the ground beneath it (the terrain's height map, or the
+    flat floor's 0): the foot in the world from its base-frame position and the base's pose."""
+    state = env.state
+    feet_b = torch.nan_to_num(env.backend.foot_positions)
+    n, feet = feet_b.shape[:2]
+    quat = state.base_quat.repeat_interleave(feet, dim=0)
+    feet_w = state.base_pos[:, None, :] + quat_rotate(quat, feet_b.reshape(-1, 3)).reshape(n, feet, 3)
+    return feet_w[..., 2] - env.ground_height(feet_w[..., :2])
 
 
 def scan_pattern(env, size: tuple[float, float], resolution: float) -> torch.Tensor:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from robolab.envs.mdp import kernels
+from robolab.envs.mdp.observations import foot_clearance
 from robolab.names import matching_names
 
 
@@ -80,6 +81,17 @@ def base_height_l2(env, target_height: float) -> torch.Tensor:
     """(height of the base above the ground beneath it - ``target_height``)^2."""
     base = env.state.base_pos
     return (base[:, 2] - env.ground_height(base[:, :2]) - target_height).square()
+
+
+def feet_clearance(env, target_height: float) -> torch.Tensor:
+    """Swinging feet held lower than ``target_height`` m above the ground beneath them (the foot body's origin: a
+    Go2 foot's centre stands 0.022 m up), summed as shares of the target (``kernels.feet_clearance``). A blind
+    policy cannot see a riser coming: a teacher that lifts every swing high leaves its student a gait that clears
+    one unseen."""
+    if not target_height > 0:  # a host value: no wait for the GPU
+        raise ValueError(f"target_height={target_height}: the swing clearance must be > 0 m")
+    clearance = foot_clearance(env)
+    return kernels.feet_clearance(clearance, torch.nan_to_num(env.backend.foot_velocities), target_height)
 
 
 def is_terminated(env) -> torch.Tensor:
