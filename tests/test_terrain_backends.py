@@ -23,7 +23,8 @@ import torch
 from conftest import go2_servo_robot
 from robolab.assets import load_robot
 from robolab.envs import VelocityEnv
-from robolab.envs.mdp.observations import height_scan
+from robolab.envs.mdp.observations import foot_clearance, height_scan
+from robolab.envs.mdp.rewards import feet_clearance
 from robolab.tasks.velocity.go2.env_cfgs import Go2RoughEnvCfg, go2_robot_cfg
 from robolab.terrains import generate
 from robolab.terrains.field import TerrainField
@@ -114,6 +115,9 @@ def test_the_rough_mdp_sees_the_same_observations_and_rewards_on_both_backends()
             torch.testing.assert_close(o1[group].cpu(), o0[group].cpu(), atol=1e-3, rtol=0)
         torch.testing.assert_close(r1.cpu(), r0.cpu(), atol=1e-3, rtol=0)
         assert torch.equal(d0.cpu(), d1.cpu())
+        # terms no rough task uses by default: each foot over the ground beneath it, and the swing it prices
+        torch.testing.assert_close(foot_clearance(ours).cpu(), foot_clearance(c).cpu(), atol=1e-3, rtol=0)
+        torch.testing.assert_close(feet_clearance(ours, 0.12).cpu(), feet_clearance(c, 0.12).cpu(), atol=1e-3, rtol=0)
 
 
 @pytest.mark.parametrize("scene", ["generated terrain", "a user's mesh"])

@@ -6,15 +6,15 @@ import torch
 
 
 def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Rotate world-frame vectors ``v`` (N, 3) into the frame of unit quaternions ``q`` (N, 4)."""
-    w, xyz = q[:, :1], q[:, 1:]
+    """Rotate world-frame vectors ``v`` (..., 3) into the frame of unit quaternions ``q`` (..., 4), of one shape."""
+    w, xyz = q[..., :1], q[..., 1:]
     t = 2.0 * torch.cross(xyz, v, dim=-1)
     return v - w * t + torch.cross(xyz, t, dim=-1)
 
 
 def quat_rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Rotate frame-``q`` vectors ``v`` (N, 3) into the world frame."""
-    w, xyz = q[:, :1], q[:, 1:]
+    """Rotate frame-``q`` vectors ``v`` (..., 3) into the world frame (``q`` (..., 4), of one shape)."""
+    w, xyz = q[..., :1], q[..., 1:]
     t = 2.0 * torch.cross(xyz, v, dim=-1)
     return v + w * t + torch.cross(xyz, t, dim=-1)
 

@@ -64,9 +64,8 @@ def foot_clearance(env) -> torch.Tensor:
     flat floor's 0): the foot in the world from its base-frame position and the base's pose."""
     state = env.state
     feet_b = torch.nan_to_num(env.backend.foot_positions)
-    n, feet = feet_b.shape[:2]
-    quat = state.base_quat.repeat_interleave(feet, dim=0)
-    feet_w = state.base_pos[:, None, :] + quat_rotate(quat, feet_b.reshape(-1, 3)).reshape(n, feet, 3)
+    quat = state.base_quat[:, None, :].expand(-1, feet_b.shape[1], -1)
+    feet_w = state.base_pos[:, None, :] + quat_rotate(quat, feet_b)
     return feet_w[..., 2] - env.ground_height(feet_w[..., :2])
 
 
