@@ -5,7 +5,12 @@ GPU (ROBOLAB_TEST_DEVICE=cuda, through the device tool): the graph's trajectory 
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -274,3 +279,22 @@ def test_a_tensor_and_its_views_rebound_to_one_new_tensor_and_its_views_are_carr
     run_assignment(carry_over(tree, state))
     assert state.base is base and state.head is head and state.tail is tail
     assert base.tolist() == [0.0, 1.0, 2.0, 3.0] and head.tolist() == [0.0, 1.0]
+
+
+@gpu
+@pytest.mark.parametrize(
+    "part, setting, error",
+    [("env", "env.cuda_graph", "CaptureError"), ("update", "agent.algorithm.cuda_graph", "CudaGraphError")],
+)
+def test_a_capture_cuda_refuses_is_one_line_naming_the_setting_to_turn_off(part, setting, error):
+    """A host read inside the env's step or the PPO update: CUDA refuses the capture, and the run stops with one line
+    that names the setting (through the shared ``robolab.cuda_capture.recording``)."""
+    helper = Path(__file__).parent / "helpers" / "refused_capture.py"
+    done = subprocess.run([sys.executable, str(helper), part], capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr[-2000:]
+    refused = json.loads(done.stdout.strip().splitlines()[-1])
+    assert refused["type"] == error, refused
+    message = refused["message"]
+    name = re.escape(setting)
+    assert re.fullmatch(rf"{name}=true: capturing .+ failed \(.+\); run with {name}=false", message), message
+    assert "\n" not in message

@@ -5,10 +5,17 @@
 #     tests.log); then capture_probe.py on the PPO update of the Go2 flat task at 4096 envs (probe.log)
 #   PART=bench: scripts/benchmark.py at SIZES (4096 16384) envs, eager, with env.cuda_graph=true, and with both
 #     graphs (env and update): bench_<envs>_<eager|env_graph|both>.json
+#   PART=profile: loop_profile.py (torch.profiler over the runner's phases) at PROFILE_ENVS (4096) envs, eager and with
+#     both graphs: profile_<envs>_<eager|both>.json
+#   PART=walk: time to walk from launch with both graphs, RUNS (3) runs, each with a seed drawn at launch
+#     (--seed -1), WALK_S (60) s from launch (COLD_WALK_S, 200, when warp's cache is empty), checkpoints every 10
+#     iterations judged by time_to_walk.py; COLD=1 gives the first run an empty warp kernel cache and an empty CUDA
+#     driver JIT cache of its own; FIRST..RUNS numbers them: walk_<k>_{startup,time_to_walk}.json
 set -uo pipefail
 here="$(dirname "$0")"
 . "$here/device_train.sh"  # the site, the kernel cache
 TASK=RoboLab-Velocity-Flat-Go2-v0
+export CUDA_CACHE_PATH="${CUDA_CACHE_PATH:-/tmp/cuda_cache}"  # the driver's JIT cache (COLD=1 gives a run an empty one)
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu.txt" 2>&1
 if [ "${PART:-tests}" = tests ]; then
   ROBOLAB_TEST_DEVICE=cuda timeout "${TESTS_S:-500}" python3 -m pytest -q -s -p no:cacheprovider \
@@ -38,5 +45,42 @@ if [ "${PART:-tests}" = bench ]; then
       tail -c 1500 "$OUT/bench_${n}_$mode.log" > "$OUT/bench_${n}_$mode.tail"; rm -f "$OUT/bench_${n}_$mode.log"
       python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], 'train/physics', r['train_over_physics'], 'collect', r['collect_s_per_iter'], 'update', r['update_s_per_iter'])" "$OUT/bench_${n}_$mode.json" "$n $mode" 2>/dev/null || { echo "$n $mode failed:"; tail -3 "$OUT/bench_${n}_$mode.tail"; }
     done
+  done
+fi
+if [ "${PART:-tests}" = profile ]; then
+  for mode in ${MODES:-eager both}; do
+    extra=""; [ "$mode" = both ] && extra="env.cuda_graph=true agent.algorithm.cuda_graph=true"
+    n=${PROFILE_ENVS:-4096}
+    timeout 240 python3 "$here/loop_profile.py" --task "$TASK" --device cuda --num_envs "$n" --iterations 5 \
+      --output "$OUT/profile_${n}_$mode.json" env.backend=warp $extra > "$OUT/profile_${n}_$mode.log" 2>&1
+    echo "profile $n $mode:"; tail -13 "$OUT/profile_${n}_$mode.log"; rm -f "$OUT/profile_${n}_$mode.log"
+  done
+fi
+if [ "${PART:-tests}" = walk ]; then
+  for k in $(seq "${FIRST:-1}" "${RUNS:-3}"); do
+    caches="WARP_CACHE_PATH=$WARP_CACHE_PATH CUDA_CACHE_PATH=$CUDA_CACHE_PATH"
+    if [ "${COLD:-0}" = 1 ] && [ "$k" = "${FIRST:-1}" ]; then  # both caches empty, apart from the ones others use
+      rm -rf /tmp/warp_cold /tmp/cuda_cold; caches="WARP_CACHE_PATH=/tmp/warp_cold CUDA_CACHE_PATH=/tmp/cuda_cold"
+    fi
+    cache=$([ "$caches" = "${caches#*cold}" ] && [ -n "$(ls -A "$WARP_CACHE_PATH" 2>/dev/null)" ] && echo warm || echo cold)
+    name=walk_$k; start=$(date +%s.%N); walk_s=${WALK_S:-60}; [ "$cache" = cold ] && walk_s=${COLD_WALK_S:-200}
+    env $caches timeout -s TERM "$walk_s" python3 scripts/train.py --device cuda --num_envs 4096 --max_iterations 3000 \
+      --seed -1 --run_name "$name" --log_root "$LOGS" agent.save_interval=10 env.cuda_graph=true \
+      agent.algorithm.cuda_graph=true > "$OUT/$name.log" 2>&1
+    run=$(ls -td "$LOGS"/go2_flat/*_"$name" | head -1)
+    python3 - "$run" "$start" "$cache" "$OUT/$name.log" > "$OUT/${name}_startup.json" <<'PY'
+import json, os, re, sys
+run, start, cache, log = sys.argv[1], float(sys.argv[2]), sys.argv[3], open(sys.argv[4]).read()
+seed = re.search(r"device \S+, seed (-?\d+)", log)
+first = os.path.join(run, "model_0.pt")  # written at the end of the first iteration
+print(json.dumps({"run": run, "launched_at": start, "seed": int(seed[1]) if seed else None, "warp_cache": cache,
+                  "first_iteration_done_s": round(os.path.getmtime(first) - start, 2),
+                  "startup_lines": [line for line in log.splitlines() if "kernel cache" in line][:3]}))
+PY
+    cat "$OUT/${name}_startup.json"; echo
+    tail -c 6000 "$OUT/$name.log" > "$OUT/$name.tail"; rm -f "$OUT/$name.log"
+    timeout "${JUDGE_S:-150}" python3 scripts/time_to_walk.py --load_run "$run" --launched_at "$start" --device cuda \
+      --output "$OUT/${name}_time_to_walk.json" > /dev/null 2>&1
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], 'time to walk', r['time_to_walk_s'], 's, judged', len(r['judged']))" "$OUT/${name}_time_to_walk.json" "$name"
   done
 fi

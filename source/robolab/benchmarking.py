@@ -30,6 +30,9 @@ from robolab import distributed
 from robolab.rsl_rl_api import PPO as RslRlPPO
 from robolab.session import prepare_benchmark
 
+WARM_UP_STEPS = 4
+"""Rollout steps before the timed ones: ``env.cuda_graph`` captures the step at the third."""
+
 
 def _sync(device: str, backend=None) -> None:
     """Wait for the GPU: torch's streams and, for a JAX backend, its own queue too."""
@@ -58,7 +61,10 @@ def time_rollout(env, policy, steps: int) -> float:
     """Env steps/s of the full MDP step with the policy choosing actions."""
     obs = env.get_observations()
     with torch.inference_mode():
-        obs, *_ = env.step(policy(obs))  # warm-up
+        # Warm-up: first-call set-ups and, with env.cuda_graph, the step's capture (after two eager steps), which
+        # would otherwise be timed as if it were stepping.
+        for _ in range(WARM_UP_STEPS):
+            obs, *_ = env.step(policy(obs))
         _sync(str(env.device), env.backend)
         start = time.perf_counter()
         for _ in range(steps):
@@ -125,7 +131,9 @@ def benchmark(args: argparse.Namespace, overrides: list[str]) -> dict:
 def time_training(runner, world_size: int, iterations: int) -> dict:
     """Per-iteration collect and update time and env steps/s of ``iterations`` full iterations after a warm-up."""
     allreduce = instrument_allreduce(runner.alg)
-    runner.learn(1)  # warm-up iteration (allocations, first all-reduce)
+    # Warm-up iterations: allocations, the first all-reduce and, with agent.algorithm.cuda_graph, the update's capture
+    # (the first update makes the optimiser's state, the second captures), which would otherwise be timed.
+    runner.learn(2)
     allreduce.update(s=0.0, calls=0)
     runner.logger.timings.clear()
     distributed.barrier()

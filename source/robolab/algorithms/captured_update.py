@@ -18,11 +18,10 @@ What is captured is ``PPO.minibatch_step`` itself, so the graph does what the ea
 
 from __future__ import annotations
 
-import gc
-
 import torch
 from tensordict import TensorDict
 
+from robolab.cuda_capture import recording
 from robolab.rsl_rl_api import RolloutStorage
 
 
@@ -51,6 +50,11 @@ def _state_tensors(alg) -> list[torch.Tensor]:
     tensors = [p for group in alg.optimizer.param_groups for p in group["params"]]
     tensors += [v for state in alg.optimizer.state.values() for v in state.values() if torch.is_tensor(v)]
     return [*tensors, alg._lr]
+
+
+class CudaGraphError(ValueError):
+    """``agent.algorithm.cuda_graph=true`` could not capture the update here: a setting to turn off, reported in one
+    line like any bad setting."""
 
 
 class CapturedStep:
@@ -96,17 +100,8 @@ class CapturedStep:
                     tensor.copy_(value)
         # Gradients set to None make backward allocate them inside the graph's pool, where replays reuse them.
         alg.optimizer.zero_grad(set_to_none=True)
-        torch.cuda.synchronize(alg.device)
-        # A garbage collection during capture could free another library's device memory (a MuJoCo Warp array),
-        # a call that invalidates the capture: collect before, not during.
-        gc.collect()
-        gc.disable()
-        try:
-            # thread_local: a CUDA call of another thread (a logger's, a physics library's) does not void the capture.
-            with torch.cuda.graph(self.graph, stream=stream, capture_error_mode="thread_local"):
-                self.losses = torch.stack([loss.detach().float() for loss in alg.minibatch_step(self._batch())])
-        finally:
-            gc.enable()
+        with recording(self.graph, stream, "agent.algorithm.cuda_graph", "the PPO update", CudaGraphError):
+            self.losses = torch.stack([loss.detach().float() for loss in alg.minibatch_step(self._batch())])
 
     def _batch(self) -> RolloutStorage.Batch:
         r, i = self.rollout, self.index

@@ -23,11 +23,6 @@ from robolab.rsl_rl_api import PPO as RslRlPPO
 from robolab.rsl_rl_api import GaussianDistribution, unpad_trajectories
 
 
-class CudaGraphError(ValueError):
-    """``agent.algorithm.cuda_graph=true`` could not capture the update here: a setting to turn off, reported in one
-    line like any bad setting."""
-
-
 def set_distribution(model, obs: TensorDict, masks: torch.Tensor | None = None, hidden_state=None) -> None:
     """Set ``model``'s output distribution for ``obs`` as its forward with ``stochastic_output=True`` does, without
     drawing a sample (on a GPU ``torch.normal`` checks its scale on the host, a wait for the GPU)."""
@@ -184,16 +179,9 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         mini_batch_size = self.storage.num_envs * self.storage.num_transitions_per_env // self.num_mini_batches
         indices = torch.randperm(self.num_mini_batches * mini_batch_size, requires_grad=False, device=self.device)
         if self._captured is None:
-            try:
-                self._captured = CapturedStep(self, mini_batch_size)
-            except RuntimeError as error:
-                # Nothing has changed (what is captured is not executed), but a failed capture leaves torch's CUDA
-                # generator unusable for this process: stop here, with the setting that avoids it.
-                message = str(error).splitlines()[0]
-                raise CudaGraphError(
-                    f"agent.algorithm.cuda_graph=true: capturing the PPO update failed ({message}); "
-                    "run with agent.algorithm.cuda_graph=false"
-                ) from error
+            # A refused capture (CudaGraphError) changed nothing, since what is captured is not executed, but it leaves
+            # torch's CUDA generator unusable for this process: the run stops, naming the setting that avoids it.
+            self._captured = CapturedStep(self, mini_batch_size)
         self._captured.load_rollout()
         for _ in range(self.num_learning_epochs):
             for i in range(self.num_mini_batches):

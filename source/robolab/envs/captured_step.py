@@ -19,7 +19,6 @@ eagerly and is captured anew.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import types
 import warnings
 from typing import Any
@@ -27,6 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 from tensordict import TensorDict
+
+from robolab.cuda_capture import recording
 
 SCALARS = (int, float, bool, complex, str, bytes, type(None))
 SKIPPED_ATTRIBUTES = frozenset({"cfg"})
@@ -274,31 +275,16 @@ class CapturedEnvStep:
         # The env's own generator (every term's draws) advances at each replay like the default one.
         self.graph.register_generator_state(env.generator)
         self.tree = StateTree(env, skip)
-        device = env.device
-        stream = torch.cuda.Stream(device)
-        stream.wait_stream(torch.cuda.current_stream(device))
-        torch.cuda.synchronize(device)
-        # A garbage collection during capture could free another library's device memory, which voids the capture.
-        gc.collect()
-        gc.disable()
-        try:
-            with (
-                torch.cuda.graph(self.graph, stream=stream, capture_error_mode="thread_local"),
-                env.backend.captured(),
-            ):
-                obs, rewards, dones, extras = env.step_body(self.actions)
-                run_assignment(carry_over(self.tree, env))
-                self._scalars = _scalar_leaves(extras)
-                # The 0-dim values (the episode log) leave the graph as one vector: one copy per step, not fifty.
-                self._stacked = torch.stack([t.float() for _, t in self._scalars]) if self._scalars else None
-        except RuntimeError as error:  # a CUDA call the capture forbids: a setting to turn off, said in one line
-            message = str(error).splitlines()[0]
-            raise CaptureError(
-                f"env.cuda_graph=true: capturing the env's step failed ({message}); run with env.cuda_graph=false"
-            ) from error
-        finally:
-            gc.enable()
-            torch.cuda.current_stream(device).wait_stream(stream)
+        stream = torch.cuda.Stream(env.device)
+        with (
+            recording(self.graph, stream, "env.cuda_graph", "the env's step", CaptureError),
+            env.backend.captured(),
+        ):
+            obs, rewards, dones, extras = env.step_body(self.actions)
+            run_assignment(carry_over(self.tree, env))
+            self._scalars = _scalar_leaves(extras)
+            # The 0-dim values (the episode log) leave the graph as one vector: one copy per step, not fifty.
+            self._stacked = torch.stack([t.float() for _, t in self._scalars]) if self._scalars else None
         self.outputs = (obs, rewards, dones, extras)
 
     def mismatch(self) -> str | None:
