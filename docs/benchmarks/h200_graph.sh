@@ -59,10 +59,11 @@ fi
 if [ "${PART:-tests}" = walk ]; then
   for k in $(seq "${FIRST:-1}" "${RUNS:-3}"); do
     caches="WARP_CACHE_PATH=$WARP_CACHE_PATH CUDA_CACHE_PATH=$CUDA_CACHE_PATH"
+    cache=$([ -n "$(ls -A "$WARP_CACHE_PATH" 2>/dev/null)" ] && echo warm || echo cold)
     if [ "${COLD:-0}" = 1 ] && [ "$k" = "${FIRST:-1}" ]; then  # both caches empty, apart from the ones others use
       rm -rf /tmp/warp_cold /tmp/cuda_cold; caches="WARP_CACHE_PATH=/tmp/warp_cold CUDA_CACHE_PATH=/tmp/cuda_cold"
+      cache=cold
     fi
-    cache=$([ "$caches" = "${caches#*cold}" ] && [ -n "$(ls -A "$WARP_CACHE_PATH" 2>/dev/null)" ] && echo warm || echo cold)
     name=walk_$k; start=$(date +%s.%N); walk_s=${WALK_S:-60}; [ "$cache" = cold ] && walk_s=${COLD_WALK_S:-200}
     env $caches timeout -s TERM "$walk_s" python3 scripts/train.py --device cuda --num_envs 4096 --max_iterations 3000 \
       --seed -1 --run_name "$name" --log_root "$LOGS" agent.save_interval=10 env.cuda_graph=true \

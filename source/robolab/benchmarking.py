@@ -27,11 +27,12 @@ import time
 import torch
 
 from robolab import distributed
+from robolab.envs.captured_step import StepGraph
 from robolab.rsl_rl_api import PPO as RslRlPPO
 from robolab.session import prepare_benchmark
 
-WARM_UP_STEPS = 4
-"""Rollout steps before the timed ones: ``env.cuda_graph`` captures the step at the third."""
+WARM_UP_STEPS = StepGraph.WARM_UP + 2
+"""Rollout steps before the timed ones: ``env.cuda_graph``'s eager steps, the step that captures, and one replay."""
 
 
 def _sync(device: str, backend=None) -> None:
