@@ -16,9 +16,6 @@ from robolab.session import seed_everything
 from robolab.tasks.velocity.go2.env_cfgs import go2_robot_cfg
 
 ROOT = Path(__file__).resolve().parents[1]
-WITHOUT_LOGGERS = str(ROOT / "tests" / "helpers" / "without_loggers")
-WITH_LOGGERS = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-"""``clean_env(**WITH_LOGGERS)``: a process that imports the real neptune and wandb."""
 TRAIN = str(ROOT / "scripts" / "train.py")
 
 
@@ -88,8 +85,6 @@ def clean_env(**extra: str) -> dict[str, str]:
         "ROBOLAB_PROGRESS",
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    # The processes run as without neptune and wandb unless a test asks for them (tests/helpers/without_loggers).
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (WITHOUT_LOGGERS, os.environ.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env["OMP_NUM_THREADS"] = "1"
     env.update(extra)

@@ -145,6 +145,24 @@ def test_cuda_graph_off_a_gpu_is_a_one_line_error():
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("setting", "device", "backend", "replayed"),
+    [
+        (None, "cpu", "auto", False),  # the default: on only where it can run
+        (None, "cuda", "auto", True),
+        (None, "cuda:1", "warp", True),
+        (None, "cuda", "mujoco", False),  # MuJoCo C has no graph to replay
+        (False, "cuda", "warp", False),
+        (True, "cuda", "warp", True),
+    ],
+)
+def test_the_env_graph_is_on_by_default_only_where_it_can_run(setting, device, backend, replayed):
+    cfg = load_env_cfg("RoboLab-Velocity-Flat-Go2-v0")
+    assert cfg.cuda_graph is None, "unset by default"
+    cfg.cuda_graph, cfg.device, cfg.backend.name = setting, device, backend
+    assert cfg.uses_cuda_graph() is replayed
+
+
 gpu = pytest.mark.skipif(DEVICE != "cuda", reason="needs a GPU: ROBOLAB_TEST_DEVICE=cuda through the device tool")
 
 

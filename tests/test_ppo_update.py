@@ -22,6 +22,8 @@ from tensordict import TensorDict
 
 from robolab.algorithms import PPO
 from robolab.algorithms.device_lr import adapt_learning_rate, kernel_flags
+from robolab.config import agent_dict, compose
+from robolab.session import report_cuda_graphs
 
 DEVICE = os.environ.get("ROBOLAB_TEST_DEVICE", "cpu")
 ENVS, STEPS, OBS, ACT = 16, 8, 6, 4
@@ -277,3 +279,29 @@ def test_a_loaded_checkpoint_is_trained_on_by_a_new_graph():
             algorithm.update()
     assert alg._captured is not None and alg._captured is not first()
     assert_same_models(alg, reference)
+
+
+def test_the_update_graph_is_on_by_default_and_applies_only_on_a_gpu(capsys):
+    agent = agent_dict(compose("RoboLab-Velocity-Flat-Go2-v0", []))
+    assert agent["algorithm"]["cuda_graph"] is True
+    assert build(PPO, cuda_graph=True).graph_supported() is (DEVICE == "cuda"), "the CPU runs the eager update"
+    assert not build(PPO, cuda_graph=False).graph_supported()
+
+    class Alg:
+        def __init__(self, supported):
+            self.graph_supported = lambda: supported
+
+    class Runner:
+        def __init__(self, supported):
+            self.alg = Alg(supported)
+
+    class Env:
+        step_graph = object()
+
+    report_cuda_graphs(Env(), Runner(True), "cpu")
+    assert capsys.readouterr().out == "", "a CPU run has no graphs to report"
+    report_cuda_graphs(Env(), Runner(False), "cuda:0")
+    out = capsys.readouterr().out
+    assert out == "[robolab] CUDA graphs: env step on (env.cuda_graph), PPO update off (agent.algorithm.cuda_graph)\n"
+    report_cuda_graphs(object(), Runner(True), "cuda", is_main=False)
+    assert capsys.readouterr().out == "", "only the main rank prints"

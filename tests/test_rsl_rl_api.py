@@ -3,8 +3,13 @@ training loop (``OnPolicyRunner.learn``, overridden whole) trains exactly as rsl
 
 from __future__ import annotations
 
+import inspect
+import sys
+import types
+
 import torch
 
+from conftest import run
 from robolab import rsl_rl_api
 from robolab.algorithms import PPO
 from robolab.config import agent_dict, compose
@@ -91,3 +96,35 @@ def test_robolab_distillation_and_models_expose_what_the_updates_read_from_rsl_r
     properties = ("output_entropy", "output_distribution_params", "is_recurrent")
     missing = [name for name in properties if not hasattr(type(alg.student), name)]
     assert not missing, f"rsl_rl's MLPModel no longer has {missing}"
+
+
+# --- the log packages rsl_rl imports: executed only when a writer uses them -------------------------------------
+def test_a_deferred_package_runs_at_its_first_use_and_not_for_inspect(tmp_path, monkeypatch):
+    package = tmp_path / "robolab_deferred_probe"
+    package.mkdir()
+    (package / "__init__.py").write_text("import sys\nsys.robolab_probe_runs += 1\nVALUE = 7\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "robolab_deferred_probe", raising=False)
+    monkeypatch.setattr(sys, "robolab_probe_runs", 0, raising=False)
+    rsl_rl_api.defer_import("robolab_deferred_probe")
+    import robolab_deferred_probe as probe  # what rsl_rl's writers do: the module object, nothing run yet
+
+    inspect.getmodule(test_a_deferred_package_runs_at_its_first_use_and_not_for_inspect)  # reads every __file__
+    assert probe.__file__ == str(package / "__init__.py")
+    assert sys.robolab_probe_runs == 0
+    assert probe.VALUE == 7 and probe.VALUE == 7
+    assert sys.robolab_probe_runs == 1 and type(probe) is types.ModuleType
+    rsl_rl_api.defer_import("robolab_no_such_package")  # a package that is not installed stays missing
+    assert "robolab_no_such_package" not in sys.modules
+
+
+def test_rsl_rl_leaves_wandb_and_neptune_unexecuted_until_a_writer_uses_them():
+    code = (
+        "import sys, robolab.rsl_rl_api, rsl_rl.utils.wandb_log_writer as w, rsl_rl.utils.neptune_log_writer as n\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('wandb', 'neptune')))\n"
+        "print(w.wandb is sys.modules['wandb'], n.neptune is sys.modules['neptune'])\n"
+        "print(callable(w.wandb.init), 'wandb.sdk' in sys.modules, 'neptune.objects' in sys.modules)\n"
+    )
+    res = run([sys.executable, "-c", code])
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.splitlines() == ["['neptune', 'wandb']", "True True", "True True False"]

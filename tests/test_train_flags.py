@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import ROOT, TINY, WITH_LOGGERS, clean_env, run, train_cmd
+from conftest import ROOT, TINY, clean_env, run, train_cmd
 from robolab import runs
 from robolab.cli.train import build_parser, parse_flags
 
@@ -201,7 +201,7 @@ def test_isaaclab_log_layout_names_io_descriptors_and_agent_entry_point(tmp_path
 
 
 def test_missing_logger_settings_fail_before_any_work(tmp_path):
-    res = run(train_cmd(*TINY, "--logger", "neptune", "--log_root", str(tmp_path)), env=clean_env(**WITH_LOGGERS))
+    res = run(train_cmd(*TINY, "--logger", "neptune", "--log_root", str(tmp_path)))
     assert res.returncode == 2
     assert "--logger neptune: set NEPTUNE_API_TOKEN and NEPTUNE_USERNAME" in res.stderr
     assert not os.path.exists(tmp_path / "go2_flat")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT, TINY, WITH_LOGGERS, clean_env, run, train_cmd
+from conftest import ROOT, TINY, clean_env, run, train_cmd
 from robolab import evaluation
 
 PLAY = str(ROOT / "scripts" / "play.py")
@@ -30,7 +30,7 @@ def frames(path: Path) -> int:
 
 @pytest.mark.slow
 def test_training_records_clips_every_interval_and_wandb_gets_scalars_and_videos(tmp_path):
-    env = clean_env(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true", MUJOCO_GL="egl", **WITH_LOGGERS)
+    env = clean_env(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true", MUJOCO_GL="egl")
     args = [*TINY, "--max_iterations", "3", "--log_root", str(tmp_path / "logs"), "--experiment_name", "media"]
     video = ["--video", "--video_length", "5", "--video_interval", "10"]
     res = run(train_cmd(*args, *video, "--logger", "wandb", "--log_project_name", "robolab-test"), env=env)
@@ -52,7 +52,7 @@ def test_training_records_clips_every_interval_and_wandb_gets_scalars_and_videos
 
 @pytest.mark.slow
 def test_neptune_offline_gets_every_iterations_scalars(tmp_path):
-    env = clean_env(NEPTUNE_MODE="offline", NEPTUNE_API_TOKEN="ANONYMOUS", NEPTUNE_USERNAME="robolab", **WITH_LOGGERS)
+    env = clean_env(NEPTUNE_MODE="offline", NEPTUNE_API_TOKEN="ANONYMOUS", NEPTUNE_USERNAME="robolab")
     args = [*TINY, "--max_iterations", "2", "--log_root", str(tmp_path / "logs"), "--logger", "neptune"]
     res = run(train_cmd(*args), env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -7,6 +7,10 @@
 #     graphs (env and update): bench_<envs>_<eager|env_graph|both>.json
 #   PART=profile: loop_profile.py (torch.profiler over the runner's phases) at PROFILE_ENVS (4096) envs, eager and with
 #     both graphs: profile_<envs>_<eager|both>.json
+#   PART=startup: startup_profile.py, launch to the end of the second iteration at 4096 envs, with both graphs and eager
+#     (startup_<eager|both>.json), then with both graphs under cProfile (startup_both_cprofile.json)
+#   PART=defaults: train.py with no graph flag (both graphs on by default on a GPU) on DEFAULT_TASKS, ITERS (20)
+#     iterations each at 4096 envs: defaults_<task>.json, the CUDA-graphs line, exit status and summary of each
 #   PART=walk: time to walk from launch with both graphs, RUNS (3) runs, each with a seed drawn at launch
 #     (--seed -1), WALK_S (60) s from launch (COLD_WALK_S, 200, when warp's cache is empty), checkpoints every 10
 #     iterations judged by time_to_walk.py; COLD=1 gives the first run an empty warp kernel cache and an empty CUDA
@@ -36,8 +40,8 @@ if [ "${PART:-tests}" = bench ]; then
   for n in ${SIZES:-4096 16384}; do
     for mode in ${MODES:-eager env_graph both}; do
       case $mode in
-        eager) extra="" ;;
-        env_graph) extra="env.cuda_graph=true" ;;
+        eager) extra="env.cuda_graph=false agent.algorithm.cuda_graph=false" ;;
+        env_graph) extra="env.cuda_graph=true agent.algorithm.cuda_graph=false" ;;
         both) extra="env.cuda_graph=true agent.algorithm.cuda_graph=true" ;;
       esac
       timeout 200 python3 scripts/benchmark.py --task "$TASK" --device cuda --num_envs "$n" --iterations 10 \
@@ -49,11 +53,37 @@ if [ "${PART:-tests}" = bench ]; then
 fi
 if [ "${PART:-tests}" = profile ]; then
   for mode in ${MODES:-eager both}; do
-    extra=""; [ "$mode" = both ] && extra="env.cuda_graph=true agent.algorithm.cuda_graph=true"
+    extra="env.cuda_graph=false agent.algorithm.cuda_graph=false"
+    [ "$mode" = both ] && extra="env.cuda_graph=true agent.algorithm.cuda_graph=true"
     n=${PROFILE_ENVS:-4096}
     timeout 240 python3 "$here/loop_profile.py" --task "$TASK" --device cuda --num_envs "$n" --iterations 5 \
       --output "$OUT/profile_${n}_$mode.json" env.backend=warp $extra > "$OUT/profile_${n}_$mode.log" 2>&1
     echo "profile $n $mode:"; tail -13 "$OUT/profile_${n}_$mode.log"; rm -f "$OUT/profile_${n}_$mode.log"
+  done
+fi
+if [ "${PART:-tests}" = startup ]; then
+  for mode in both eager both_cprofile; do
+    extra="env.cuda_graph=true agent.algorithm.cuda_graph=true"; flag=""
+    [ "$mode" = eager ] && extra="env.cuda_graph=false agent.algorithm.cuda_graph=false"
+    [ "$mode" = both_cprofile ] && flag="--cprofile"
+    timeout 200 python3 "$here/startup_profile.py" --output "$OUT/startup_$mode.json" $flag -- --task "$TASK" \
+      --device cuda --num_envs 4096 env.backend=warp $extra > "$OUT/startup_$mode.log" 2>&1
+    echo "startup $mode:"; tail -18 "$OUT/startup_$mode.log"; rm -f "$OUT/startup_$mode.log"
+  done
+fi
+if [ "${PART:-tests}" = defaults ]; then
+  for task in ${DEFAULT_TASKS:-RoboLab-Velocity-Flat-Go2-AMP-v0 RoboLab-Velocity-Rough-Go2-v0 RoboLab-Velocity-Flat-Go2-v0}; do
+    timeout 200 python3 scripts/train.py --task "$task" --device cuda --num_envs 4096 --max_iterations "${ITERS:-20}" \
+      --log_root "$LOGS" --run_name defaults > "$OUT/defaults_$task.log" 2>&1
+    python3 - "$task" $? "$OUT/defaults_$task.log" > "$OUT/defaults_$task.json" <<'PY'
+import json, sys
+task, status, log = sys.argv[1], int(sys.argv[2]), open(sys.argv[3]).read().splitlines()
+summary = next((json.loads(l.split("summary: ", 1)[1]) for l in log if "summary: {" in l), None)
+print(json.dumps({"task": task, "exit_status": status, "graphs": [l for l in log if "CUDA graphs" in l],
+                  "summary": summary, "last_lines": log[-4:]}, indent=1))
+PY
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); s=r['summary'] or {}; print(r['task'], 'rc', r['exit_status'], r['graphs'], s.get('env_steps_per_s'), s.get('latest_losses'))" "$OUT/defaults_$task.json"
+    rm -f "$OUT/defaults_$task.log"
   done
 fi
 if [ "${PART:-tests}" = walk ]; then

@@ -15,6 +15,7 @@ OUT="${OUT:-h200_out}"; mkdir -p "$OUT"; OUT="$(cd "$OUT" && pwd)"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 . "$here/isaaclab_site.sh"
 export PYTHONPATH=/tmp/ilsite FFMPEG_BINARY=auto-detect PYTHONUNBUFFERED=1
+unset PYTHONDONTWRITEBYTECODE  # the GPU image sets it: each process would compile every module again (device_env.sh)
 python3 -c "import isaaclab, isaaclab_tasks, newton, robolab" || { echo "Isaac Lab is not installed: carry .ilparts/"; exit 1; }
 export ISAACSIM_ASSET_ROOT=/tmp/isaac_assets
 # written here by `python scripts/isaac_asset_root.py --root .ilassets` (its USD converter is not in the GPU set)
@@ -34,7 +35,7 @@ compare)
     start=$(date +%s.%N)
     if [ "$fw" = robolab ]; then
       timeout "${RUN_TIMEOUT:-400}" python3 scripts/train.py --task "$TASK" --device cuda --num_envs "$N" --max_iterations "$ITERS" \
-        --log_root "$LOGS" --run_name cmp --headless > "$OUT/compare_robolab.log" 2>&1
+        --log_root "$LOGS" --run_name cmp --headless ${OVERRIDES:-} > "$OUT/compare_robolab.log" 2>&1
       echo "robolab rc=$?" >> "$OUT/compare_robolab.log"; run=$(ls -td "$LOGS"/*/*_cmp | head -1)
     else
       (cd "$IL_CWD" && timeout "${RUN_TIMEOUT:-400}" python3 -m isaaclab train --rl_library rsl_rl --task "$TASK" --device cuda:0 \

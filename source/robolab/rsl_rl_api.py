@@ -12,18 +12,53 @@ with a message naming the change when an upgrade breaks any of it.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
+import sys
+import types
 
-import rsl_rl
-from rsl_rl.algorithms import PPO, Distillation
-from rsl_rl.env import VecEnv
-from rsl_rl.models import MLPModel
-from rsl_rl.modules import MLP, EmpiricalNormalization, GaussianDistribution
-from rsl_rl.runners import OnPolicyRunner
-from rsl_rl.storage import RolloutStorage
-from rsl_rl.utils import reduce_gradients_in_buckets, resolve_callable, resolve_obs_groups, unpad_trajectories
-from rsl_rl.utils.log_writer import LogWriter
-from rsl_rl.utils.logger import Logger
+
+class DeferredModule(types.ModuleType):
+    """A package imported but not yet executed: its first attribute that is not already set (not ``__file__``,
+    ``__spec__``, ``__path__``, which the import system set) executes it, and it becomes the plain module it is."""
+
+    def __getattr__(self, attribute: str):
+        self.__class__ = types.ModuleType
+        self.__spec__.loader.exec_module(self)
+        return getattr(self, attribute)
+
+
+def defer_import(name: str) -> None:
+    """Import the installed package ``name`` as a ``DeferredModule``, executed on its first use.
+
+    rsl_rl's ``rsl_rl.utils`` imports the wandb and neptune packages whenever they are installed, though a run logs to
+    at most one of them; executing them costs every process (training, play, evaluation) 1-3 s at start-up. The
+    standard library's ``importlib.util.LazyLoader`` does not help here: importing torch's compiler calls
+    ``inspect.getmodule``, which reads every module's ``__file__``, and that read executes a lazy module. A package
+    that is missing, or already imported, is left as it is."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    module.__class__ = DeferredModule
+    sys.modules[name] = module
+
+
+for _logger_package in ("wandb", "neptune"):  # before rsl_rl imports them
+    defer_import(_logger_package)
+
+import rsl_rl  # noqa: E402
+from rsl_rl.algorithms import PPO, Distillation  # noqa: E402
+from rsl_rl.env import VecEnv  # noqa: E402
+from rsl_rl.models import MLPModel  # noqa: E402
+from rsl_rl.modules import MLP, EmpiricalNormalization, GaussianDistribution  # noqa: E402
+from rsl_rl.runners import OnPolicyRunner  # noqa: E402
+from rsl_rl.storage import RolloutStorage  # noqa: E402
+from rsl_rl.utils import reduce_gradients_in_buckets, resolve_callable, resolve_obs_groups, unpad_trajectories  # noqa: E402
+from rsl_rl.utils.log_writer import LogWriter  # noqa: E402
+from rsl_rl.utils.logger import Logger  # noqa: E402
 
 __all__ = [
     "DISTILLATION_ATTRIBUTES",
@@ -31,14 +66,17 @@ __all__ = [
     "PPO",
     "PPO_ATTRIBUTES",
     "SURFACE",
+    "DeferredModule",
     "Distillation",
     "EmpiricalNormalization",
     "GaussianDistribution",
     "LogWriter",
     "Logger",
+    "MLPModel",
     "OnPolicyRunner",
     "RolloutStorage",
     "VecEnv",
+    "defer_import",
     "reduce_gradients_in_buckets",
     "resolve_callable",
     "resolve_obs_groups",

@@ -187,6 +187,20 @@ class TrainingSession:
     """Closes the env (and, for an Isaac Lab task, the simulation) and rank 0's console copy."""
 
 
+def report_cuda_graphs(env, runner, device: str, is_main: bool = True) -> None:
+    """On a GPU, print which of the two CUDA graphs this run replays (``env.cuda_graph``,
+    ``agent.algorithm.cuda_graph``): both are on by default where they can run, and the line says where they do."""
+    if not (is_main and str(device).startswith("cuda")):
+        return
+    env_graph = getattr(env, "step_graph", None) is not None
+    supported = getattr(runner.alg, "graph_supported", None)
+    update_graph = bool(supported()) if supported is not None else False
+    print(
+        f"[robolab] CUDA graphs: env step {'on' if env_graph else 'off'} (env.cuda_graph), "
+        f"PPO update {'on' if update_graph else 'off'} (agent.algorithm.cuda_graph)"
+    )
+
+
 def report_kernel_cache(env, task: str, is_main: bool = True) -> dict | None:
     """Print whether MuJoCo Warp's kernel cache was warm for this env (the first lines of a cold start are its
     compile); the report as a dict, None for a backend without one."""
@@ -277,6 +291,7 @@ def prepare_training(options: TrainOptions, overrides: list[str]) -> TrainingSes
             env = recorder = TrainingVideo(env, video.directory, video.length, video.interval)
             closer.callback(recorder.finish)
         runner = build_runner(env, agent, job, options.task)
+        report_cuda_graphs(env, runner, job.device, ctx.is_main)
         if plan.resume_checkpoint:
             runner.load(plan.resume_checkpoint, map_location=job.device)
         elif "teacher_checkpoint" in agent:

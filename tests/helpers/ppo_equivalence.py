@@ -12,14 +12,13 @@ its returns as rsl_rl does (each rank normalises its own advantages), so only th
 import sys
 
 import torch
-from rsl_rl.algorithms import PPO as RslRlPPO
-from rsl_rl.models import MLPModel
-from rsl_rl.storage import RolloutStorage
 from tensordict import TensorDict
 
 from robolab import distributed
 from robolab.algorithms import PPO
 from robolab.distributed import read_context
+from robolab.rsl_rl_api import PPO as RslRlPPO  # rsl_rl's own classes, through the one module that imports them
+from robolab.rsl_rl_api import MLPModel, RolloutStorage
 
 TOTAL_ENVS, STEPS, OBS, ACT = 16, 6, 5, 3
 

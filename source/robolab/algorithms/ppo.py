@@ -156,13 +156,20 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         mixed precision, the critic's warm-up over (it changes which parameters train) and the optimiser's state
         complete (made by one eager update of every parameter: capture must not create it)."""
         return (
+            self.graph_supported()
+            and self.updates_done > self.critic_warmup_updates
+            and self._trained_all
+            and self._graph_usable()
+        )
+
+    def graph_supported(self) -> bool:
+        """Whether this run's updates are replayed as a CUDA graph once it can be captured (``cuda_graph``, a GPU,
+        feed-forward models, one rank, no symmetry, RND or mixed precision)."""
+        return (
             self.cuda_graph
             and torch.device(self.device).type == "cuda"
             and not (self.actor.is_recurrent or self.critic.is_recurrent)
             and not (self.symmetry or self.rnd or self.is_multi_gpu or self.use_mixed_precision)
-            and self.updates_done > self.critic_warmup_updates
-            and self._trained_all
-            and self._graph_usable()
         )
 
     def _graph_usable(self) -> bool:

@@ -121,7 +121,7 @@ class VelocityEnv(VecEnv):
         self._check_term_outputs()
         self.observation_groups = ObservationGroups(self, _groups_with_amp(cfg))
         self._obs = self._compute_observations()
-        self.step_graph = StepGraph(self, skip=(PhysicsBackend,)) if cfg.cuda_graph else None
+        self.step_graph = StepGraph(self, skip=(PhysicsBackend,)) if cfg.uses_cuda_graph() else None
         """Replays the step as a CUDA graph (``env.cuda_graph``); None: every step runs eagerly."""
 
     # --- rsl_rl VecEnv --------------------------------------------------------------------------------
@@ -494,12 +494,12 @@ def _check_settings(cfg: VelocityEnvCfg) -> None:
         )
     if not cfg.clip_actions > 0:
         raise ValueError(f"env.clip_actions={cfg.clip_actions}: must be > 0 (actions are clamped to +-clip_actions)")
-    if cfg.cuda_graph and not (
+    if cfg.cuda_graph is True and not (
         str(cfg.device).startswith("cuda") and resolve_name(cfg.backend.name, cfg.device) == "warp"
     ):
         raise ValueError(
             f"env.cuda_graph=true needs a CUDA device and env.backend=warp (this run: device {cfg.device}, "
-            f"backend {cfg.backend.name}): set env.cuda_graph=false"
+            f"backend {cfg.backend.name}): leave it unset (on where it can run) or set env.cuda_graph=false"
         )
     if not cfg.contact_force_threshold >= 0:
         raise ValueError(f"env.contact_force_threshold={cfg.contact_force_threshold}: must be >= 0 N")

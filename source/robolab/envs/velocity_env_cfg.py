@@ -257,9 +257,17 @@ class VelocityEnvCfg:
     """Curriculum terms (terrain levels, command ranges), run at resets."""
     divergence: DivergenceCfg = field(default_factory=DivergenceCfg)
     """How diverging physics is found and contained (the env reset and counted, never a crash)."""
-    cuda_graph: bool = False
+    cuda_graph: bool | None = None
     """Replay each control step (every term, the resets, the observations and MuJoCo Warp's physics) as one CUDA
-    graph (``robolab.envs.captured_step``); needs a GPU and ``env.backend=warp``."""
+    graph (``robolab.envs.captured_step``). None (the default): on where it can run, a GPU with MuJoCo Warp; true
+    there too, and an error elsewhere; false: every step eager (a task of your own whose terms keep Python state)."""
+
+    def uses_cuda_graph(self) -> bool:
+        """Whether the step is replayed as a CUDA graph (``cuda_graph``, None resolved by device and backend)."""
+        from robolab.envs.backends import resolve_name  # here: the backends import robolab.assets, which imports this
+
+        possible = str(self.device).startswith("cuda") and resolve_name(self.backend.name, self.device) == "warp"
+        return possible if self.cuda_graph is None else bool(self.cuda_graph)
 
     @property
     def step_dt(self) -> float:
