@@ -21,6 +21,14 @@ here="$(dirname "$0")"
 TASK=RoboLab-Velocity-Flat-Go2-v0
 export CUDA_CACHE_PATH="${CUDA_CACHE_PATH:-/tmp/cuda_cache}"  # the driver's JIT cache (COLD=1 gives a run an empty one)
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu.txt" 2>&1
+# graph_flags MODE: the overrides of a mode (eager, env_graph, both; both_* is both), each graph set either way
+graph_flags() {
+  case $1 in
+    eager) echo "env.cuda_graph=false agent.algorithm.cuda_graph=false" ;;
+    env_graph) echo "env.cuda_graph=true agent.algorithm.cuda_graph=false" ;;
+    both*) echo "env.cuda_graph=true agent.algorithm.cuda_graph=true" ;;
+  esac
+}
 if [ "${PART:-tests}" = tests ]; then
   ROBOLAB_TEST_DEVICE=cuda timeout "${TESTS_S:-500}" python3 -m pytest -q -s -p no:cacheprovider \
     --junitxml="$OUT/tests.xml" ${TESTS:-tests/test_captured_step.py tests/test_ppo_update.py tests/test_distillation_update.py} \
@@ -39,11 +47,7 @@ fi
 if [ "${PART:-tests}" = bench ]; then
   for n in ${SIZES:-4096 16384}; do
     for mode in ${MODES:-eager env_graph both}; do
-      case $mode in
-        eager) extra="env.cuda_graph=false agent.algorithm.cuda_graph=false" ;;
-        env_graph) extra="env.cuda_graph=true agent.algorithm.cuda_graph=false" ;;
-        both) extra="env.cuda_graph=true agent.algorithm.cuda_graph=true" ;;
-      esac
+      extra=$(graph_flags "$mode")
       timeout 200 python3 scripts/benchmark.py --task "$TASK" --device cuda --num_envs "$n" --iterations 10 \
         --output "$OUT/bench_${n}_$mode.json" env.backend=warp $extra > "$OUT/bench_${n}_$mode.log" 2>&1
       tail -c 1500 "$OUT/bench_${n}_$mode.log" > "$OUT/bench_${n}_$mode.tail"; rm -f "$OUT/bench_${n}_$mode.log"
@@ -53,8 +57,7 @@ if [ "${PART:-tests}" = bench ]; then
 fi
 if [ "${PART:-tests}" = profile ]; then
   for mode in ${MODES:-eager both}; do
-    extra="env.cuda_graph=false agent.algorithm.cuda_graph=false"
-    [ "$mode" = both ] && extra="env.cuda_graph=true agent.algorithm.cuda_graph=true"
+    extra=$(graph_flags "$mode")
     n=${PROFILE_ENVS:-4096}
     timeout 240 python3 "$here/loop_profile.py" --task "$TASK" --device cuda --num_envs "$n" --iterations 5 \
       --output "$OUT/profile_${n}_$mode.json" env.backend=warp $extra > "$OUT/profile_${n}_$mode.log" 2>&1
@@ -63,8 +66,7 @@ if [ "${PART:-tests}" = profile ]; then
 fi
 if [ "${PART:-tests}" = startup ]; then
   for mode in both eager both_cprofile; do
-    extra="env.cuda_graph=true agent.algorithm.cuda_graph=true"; flag=""
-    [ "$mode" = eager ] && extra="env.cuda_graph=false agent.algorithm.cuda_graph=false"
+    extra=$(graph_flags "$mode"); flag=""
     [ "$mode" = both_cprofile ] && flag="--cprofile"
     timeout 200 python3 "$here/startup_profile.py" --output "$OUT/startup_$mode.json" $flag -- --task "$TASK" \
       --device cuda --num_envs 4096 env.backend=warp $extra > "$OUT/startup_$mode.log" 2>&1

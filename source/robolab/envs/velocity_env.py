@@ -24,7 +24,7 @@ import torch
 from tensordict import TensorDict
 
 from robolab.envs.actuators import ExplicitActuators
-from robolab.envs.backends import make_backend, resolve_name
+from robolab.envs.backends import make_backend
 from robolab.envs.backends.base import PhysicsBackend
 from robolab.envs.captured_step import StepGraph
 from robolab.envs.delay import DelayLine
@@ -494,9 +494,7 @@ def _check_settings(cfg: VelocityEnvCfg) -> None:
         )
     if not cfg.clip_actions > 0:
         raise ValueError(f"env.clip_actions={cfg.clip_actions}: must be > 0 (actions are clamped to +-clip_actions)")
-    if cfg.cuda_graph is True and not (
-        str(cfg.device).startswith("cuda") and resolve_name(cfg.backend.name, cfg.device) == "warp"
-    ):
+    if cfg.cuda_graph is True and not cfg.cuda_graph_possible():
         raise ValueError(
             f"env.cuda_graph=true needs a CUDA device and env.backend=warp (this run: device {cfg.device}, "
             f"backend {cfg.backend.name}): leave it unset (on where it can run) or set env.cuda_graph=false"

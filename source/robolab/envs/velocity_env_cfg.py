@@ -262,12 +262,15 @@ class VelocityEnvCfg:
     graph (``robolab.envs.captured_step``). None (the default): on where it can run, a GPU with MuJoCo Warp; true
     there too, and an error elsewhere; false: every step eager (a task of your own whose terms keep Python state)."""
 
-    def uses_cuda_graph(self) -> bool:
-        """Whether the step is replayed as a CUDA graph (``cuda_graph``, None resolved by device and backend)."""
+    def cuda_graph_possible(self) -> bool:
+        """Whether this env's step can be replayed as a CUDA graph: a CUDA device and MuJoCo Warp."""
         from robolab.envs.backends import resolve_name  # here: the backends import robolab.assets, which imports this
 
-        possible = str(self.device).startswith("cuda") and resolve_name(self.backend.name, self.device) == "warp"
-        return possible if self.cuda_graph is None else bool(self.cuda_graph)
+        return str(self.device).startswith("cuda") and resolve_name(self.backend.name, self.device) == "warp"
+
+    def uses_cuda_graph(self) -> bool:
+        """Whether the step is replayed as a CUDA graph (``cuda_graph``; None: wherever it is possible)."""
+        return self.cuda_graph_possible() if self.cuda_graph is None else bool(self.cuda_graph)
 
     @property
     def step_dt(self) -> float:
