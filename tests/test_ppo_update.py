@@ -294,6 +294,7 @@ def test_the_update_graph_is_on_by_default_and_applies_only_on_a_gpu(capsys):
     class Runner:
         def __init__(self, supported):
             self.alg = Alg(supported)
+            self.matmul_precision = "tf32"
 
     class Env:
         step_graph = object()
@@ -302,6 +303,9 @@ def test_the_update_graph_is_on_by_default_and_applies_only_on_a_gpu(capsys):
     assert capsys.readouterr().out == "", "a CPU run has no graphs to report"
     report_cuda_graphs(Env(), Runner(False), "cuda:0")
     out = capsys.readouterr().out
-    assert out == "[robolab] CUDA graphs: env step on (env.cuda_graph), PPO update off (agent.algorithm.cuda_graph)\n"
+    assert out == (
+        "[robolab] CUDA graphs: env step on (env.cuda_graph), PPO update and inference off "
+        "(agent.algorithm.cuda_graph); model matmuls tf32 (agent.matmul_precision)\n"
+    )
     report_cuda_graphs(object(), Runner(True), "cuda", is_main=False)
     assert capsys.readouterr().out == "", "only the main rank prints"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Issue 31's captured control step on one H200, through the device tool. Results in $OUT.
 #   PART=tests: tests/test_captured_step.py (the graph's trajectory against the eager step's, a reset between steps),
-#     tests/test_ppo_update.py and tests/test_distillation_update.py with ROBOLAB_TEST_DEVICE=cuda (tests.xml,
+#     tests/test_ppo_update.py, tests/test_captured_act.py and tests/test_distillation_update.py with
+#     ROBOLAB_TEST_DEVICE=cuda (tests.xml,
 #     tests.log); then capture_probe.py on the PPO update of the Go2 flat task at 4096 envs (probe.log)
-#   PART=bench: scripts/benchmark.py at SIZES (4096 16384) envs, eager, with env.cuda_graph=true, and with both
-#     graphs (env and update): bench_<envs>_<eager|env_graph|both>.json
+#   PART=bench: scripts/benchmark.py at SIZES (4096 16384) envs in MODES (eager, with env.cuda_graph=true, and with
+#     both graphs: env, and the update's and inference's; a mode ending _ieee multiplies in IEEE float32, graph_flags):
+#     bench_<envs>_<mode>.json
 #   PART=profile: loop_profile.py (torch.profiler over the runner's phases) at PROFILE_ENVS (4096) envs, eager and with
 #     both graphs: profile_<envs>_<eager|both>.json
 #   PART=startup: startup_profile.py, launch to the end of the second iteration at 4096 envs, with both graphs and eager
@@ -13,7 +15,7 @@
 #     iterations each at 4096 envs: defaults_<task>.json, the CUDA-graphs line, exit status and summary of each
 #   PART=walk: time to walk from launch with both graphs, RUNS (3) runs, each with a seed drawn at launch
 #     (--seed -1), WALK_S (60) s from launch (COLD_WALK_S, 200, when warp's cache is empty), checkpoints every 10
-#     iterations judged by time_to_walk.py; COLD=1 gives the first run an empty warp kernel cache and an empty CUDA
+#     iterations judged by time_to_walk.py (WALK_ENVS, 4096, envs; WALK_OVERRIDES, none); COLD=1 gives the first run an empty warp kernel cache and an empty CUDA
 #     driver JIT cache of its own; FIRST..RUNS numbers them: walk_<k>_{startup,time_to_walk}.json
 set -uo pipefail
 here="$(dirname "$0")"
@@ -21,17 +23,20 @@ here="$(dirname "$0")"
 TASK=RoboLab-Velocity-Flat-Go2-v0
 export CUDA_CACHE_PATH="${CUDA_CACHE_PATH:-/tmp/cuda_cache}"  # the driver's JIT cache (COLD=1 gives a run an empty one)
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu.txt" 2>&1
-# graph_flags MODE: the overrides of a mode (eager, env_graph, both; both_* is both), each graph set either way
+# graph_flags MODE: the overrides of a mode (eager, env_graph, both; both_* is both; *_ieee adds IEEE float32 matmuls in
+# the models, agent.matmul_precision=ieee, where the default is TF32), each graph set either way
 graph_flags() {
+  local precision=""
+  case $1 in *_ieee) precision="agent.matmul_precision=ieee" ;; esac
   case $1 in
-    eager) echo "env.cuda_graph=false agent.algorithm.cuda_graph=false" ;;
-    env_graph) echo "env.cuda_graph=true agent.algorithm.cuda_graph=false" ;;
-    both*) echo "env.cuda_graph=true agent.algorithm.cuda_graph=true" ;;
+    eager*) echo "env.cuda_graph=false agent.algorithm.cuda_graph=false $precision" ;;
+    env_graph*) echo "env.cuda_graph=true agent.algorithm.cuda_graph=false $precision" ;;
+    both*) echo "env.cuda_graph=true agent.algorithm.cuda_graph=true $precision" ;;
   esac
 }
 if [ "${PART:-tests}" = tests ]; then
   ROBOLAB_TEST_DEVICE=cuda timeout "${TESTS_S:-500}" python3 -m pytest -q -s -p no:cacheprovider \
-    --junitxml="$OUT/tests.xml" ${TESTS:-tests/test_captured_step.py tests/test_ppo_update.py tests/test_distillation_update.py} \
+    --junitxml="$OUT/tests.xml" ${TESTS:-tests/test_captured_step.py tests/test_ppo_update.py tests/test_captured_act.py tests/test_distillation_update.py} \
     > "$OUT/tests.log" 2>&1
   tail -5 "$OUT/tests.log"
 fi
@@ -97,9 +102,9 @@ if [ "${PART:-tests}" = walk ]; then
       cache=cold
     fi
     name=walk_$k; start=$(date +%s.%N); walk_s=${WALK_S:-60}; [ "$cache" = cold ] && walk_s=${COLD_WALK_S:-200}
-    env $caches timeout -s TERM "$walk_s" python3 scripts/train.py --device cuda --num_envs 4096 --max_iterations 3000 \
-      --seed -1 --run_name "$name" --log_root "$LOGS" agent.save_interval=10 env.cuda_graph=true \
-      agent.algorithm.cuda_graph=true > "$OUT/$name.log" 2>&1
+    env $caches timeout -s TERM "$walk_s" python3 scripts/train.py --device cuda --num_envs "${WALK_ENVS:-4096}" \
+      --max_iterations 3000 --seed -1 --run_name "$name" --log_root "$LOGS" agent.save_interval=10 env.cuda_graph=true \
+      agent.algorithm.cuda_graph=true ${WALK_OVERRIDES:-} > "$OUT/$name.log" 2>&1
     run=$(ls -td "$LOGS"/go2_flat/*_"$name" | head -1)
     python3 - "$run" "$start" "$cache" "$OUT/$name.log" > "$OUT/${name}_startup.json" <<'PY'
 import json, os, re, sys

@@ -28,6 +28,7 @@ import torch
 
 from robolab import distributed
 from robolab.envs.captured_step import StepGraph
+from robolab.matmul_precision import models_precision
 from robolab.rsl_rl_api import PPO as RslRlPPO
 from robolab.session import prepare_benchmark
 
@@ -74,6 +75,16 @@ def time_rollout(env, policy, steps: int) -> float:
     return env.num_envs * steps / (time.perf_counter() - start)
 
 
+def in_precision(policy, precision: str):
+    """``policy`` called in the runner's matmul precision, as training calls it (``robolab.matmul_precision``)."""
+
+    def act(obs):
+        with models_precision(precision):
+            return policy(obs)
+
+    return act
+
+
 def instrument_allreduce(alg) -> dict:
     """Accumulate wall time spent in the algorithm's gradient reduction (synchronised, so it is exact)."""
     spent = {"s": 0.0, "calls": 0}
@@ -109,13 +120,14 @@ def benchmark(args: argparse.Namespace, overrides: list[str]) -> dict:
         "threads": getattr(env.backend, "num_threads", None),
         "torch": torch.__version__,
         "python": platform.python_version(),
+        "matmul_precision": runner.matmul_precision,
     }
     with closer:
         if args.update:
             result.update(time_update(runner, args.iterations))
             return result
         if not args.skip_physics and ctx.is_main:
-            policy = runner.get_inference_policy(device=device)
+            policy = in_precision(runner.get_inference_policy(device=device), runner.matmul_precision)
             result["physics_env_steps_per_s"] = round(time_physics(env, args.physics_steps), 1)
             result["rollout_env_steps_per_s"] = round(time_rollout(env, policy, args.physics_steps), 1)
             result["rollout_over_physics"] = round(
@@ -187,7 +199,8 @@ def time_update(runner, repeats: int) -> dict:
         for name, algorithm in (("robolab", alg), ("rsl_rl", twin)):
             _sync(alg.device)
             start = time.perf_counter()
-            algorithm.update()
+            with models_precision(runner.matmul_precision):  # both in training's precision
+                algorithm.update()
             _sync(alg.device)
             if k > 0:  # the first of each allocates the optimiser's state
                 times[name].append(1000 * (time.perf_counter() - start))

@@ -1,5 +1,5 @@
-"""Recording a CUDA graph: the set-up that both captured steps share (the env's control step, ``env.cuda_graph``, and
-PPO's minibatch step, ``agent.algorithm.cuda_graph``)."""
+"""Recording a CUDA graph: the set-up that the captured steps share (the env's control step, ``env.cuda_graph``, and
+PPO's minibatch step and policy inference, ``agent.algorithm.cuda_graph``)."""
 
 from __future__ import annotations
 
@@ -34,3 +34,30 @@ def recording(
     finally:
         gc.enable()
         torch.cuda.current_stream(device).wait_stream(stream)
+
+
+def module_buffers(models) -> list[tuple[torch.nn.Module, str, torch.Tensor]]:
+    """Every buffer of ``models`` as (owner, name, tensor): what a graph over their forward reads besides the
+    parameters, recorded before its capture for ``rebind_buffers``."""
+    return [
+        (module, name, buffer)
+        for model in models
+        for module in model.modules()
+        for name, buffer in module.named_buffers(recurse=False)
+    ]
+
+
+def rebind_buffers(buffers: list[tuple[torch.nn.Module, str, torch.Tensor]]) -> bool:
+    """Put every recorded buffer back in its owner, holding the owner's current value; False when one changed shape or
+    type (a graph cannot read it then). Owners may replace a buffer with a new tensor instead of writing it in place
+    (rsl_rl's ``EmpiricalNormalization`` assigns a new ``_std`` at every statistics update): a graph that read the
+    replaced, freed tensor would normalise with garbage."""
+    for module, name, recorded in buffers:
+        current = getattr(module, name)
+        if current is recorded:
+            continue
+        if current is None or current.shape != recorded.shape or current.dtype != recorded.dtype:
+            return False
+        recorded.copy_(current)
+        setattr(module, name, recorded)
+    return True

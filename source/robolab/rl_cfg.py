@@ -18,6 +18,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 
 from robolab.files import check_dir_name
+from robolab.matmul_precision import MATMUL_PRECISIONS
 
 
 class AgentConfigError(ValueError):
@@ -137,9 +138,11 @@ class PpoCfg:
     cuda_graph: bool = True
     """On a GPU, replay the update's minibatch step as one CUDA graph (captured at the second update) instead of
     launching its few hundred kernels one by one: the same arithmetic (``tests/test_ppo_update.py``), and at 4096 envs
-    on an H200 the update takes 23-25 ms instead of 110-140 (docs/performance.md). It applies to feed-forward models on
-    one rank without symmetry, RND or mixed precision; the eager step runs otherwise (and on the CPU). A capture that
-    fails stops training with a one-line error naming ``agent.algorithm.cuda_graph=false``, before any change."""
+    on an H200 the update takes 23-25 ms instead of 110-140 (docs/performance.md); and the policy's inference in the
+    rollout as another (captured at the first step), drawing the eager call's bits (``tests/test_captured_act.py``). It
+    applies to feed-forward models on one rank without symmetry, RND or mixed precision; the eager calls run otherwise
+    (and on the CPU). A capture that fails stops training with a one-line error naming
+    ``agent.algorithm.cuda_graph=false``, before any change."""
 
     def __post_init__(self) -> None:
         for key in (
@@ -268,6 +271,11 @@ class RunnerCfg:
     """Isaac Lab tasks: the wrapper clips actions to [-clip_actions, clip_actions] (rsl_rl's wrapper option)."""
     torch_compile_mode: str | None = None
     """rsl_rl's ``torch.compile`` mode for the models (``default``, ``max-autotune-no-cudagraphs``); None: eager."""
+    matmul_precision: str = "tf32"
+    """The models' float32 matmuls on a GPU, in policy inference and the updates: ``tf32`` (tensor cores, where the
+    GPU has them) or ``ieee`` (PyTorch's default). The env's own arithmetic, ``play.py`` and the CPU are IEEE float32
+    either way (``robolab.matmul_precision``). At 65536 envs on an H200 TF32 makes the PPO update several times
+    shorter (docs/performance.md)."""
     obs_groups: dict[str, list[str]] = field(default_factory=dict)
     """Which env observation groups each model reads (rsl_rl's ``obs_groups``)."""
     algorithm: Any = None
@@ -286,6 +294,10 @@ class RunnerCfg:
         clip = self.clip_actions
         _require(
             "clip_actions", clip, clip is None or (math.isfinite(clip) and clip > 0), "must be None or a number > 0"
+        )
+        precision = self.matmul_precision
+        _require(
+            "matmul_precision", precision, precision in MATMUL_PRECISIONS, f"allowed: {', '.join(MATMUL_PRECISIONS)}"
         )
         modes = (None, "default", "max-autotune-no-cudagraphs")
         _require("torch_compile_mode", self.torch_compile_mode, self.torch_compile_mode in modes, f"allowed: {modes}")

@@ -188,16 +188,19 @@ class TrainingSession:
 
 
 def report_cuda_graphs(env, runner, device: str, is_main: bool = True) -> None:
-    """On a GPU, print which of the two CUDA graphs this run replays (``env.cuda_graph``,
-    ``agent.algorithm.cuda_graph``): both are on by default where they can run, and the line says where they do."""
+    """On a GPU, print which CUDA graphs this run replays (``env.cuda_graph``; ``agent.algorithm.cuda_graph``, the PPO
+    update's and the policy inference's) and the models' matmul precision (``agent.matmul_precision``): the graphs are
+    on by default where they can run, and the line says where they do."""
     if not (is_main and str(device).startswith("cuda")):
         return
     env_graph = getattr(env, "step_graph", None) is not None
     supported = getattr(runner.alg, "graph_supported", None)
     update_graph = bool(supported()) if supported is not None else False
+    precision = getattr(runner, "matmul_precision", "ieee")
     print(
         f"[robolab] CUDA graphs: env step {'on' if env_graph else 'off'} (env.cuda_graph), "
-        f"PPO update {'on' if update_graph else 'off'} (agent.algorithm.cuda_graph)"
+        f"PPO update and inference {'on' if update_graph else 'off'} (agent.algorithm.cuda_graph); "
+        f"model matmuls {precision} (agent.matmul_precision)"
     )
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict
 
-from robolab.cuda_capture import recording
+from robolab.cuda_capture import module_buffers, rebind_buffers, recording
 from robolab.rsl_rl_api import RolloutStorage
 
 
@@ -65,12 +65,7 @@ class CapturedStep:
         self.rollout = rollout_fields(alg.storage)
         self.rollout["advantages"] = self.rollout["advantages"].clone()  # the one field the storage replaces
         self.index = torch.zeros(mini_batch_size, dtype=torch.long, device=alg.device)
-        self.buffers = [
-            (module, name, buffer)
-            for model in (alg.actor, alg.critic)
-            for module in model.modules()
-            for name, buffer in module.named_buffers(recurse=False)
-        ]
+        self.buffers = module_buffers((alg.actor, alg.critic))
         self.losses: torch.Tensor | None = None
         self.identity = self._identity()
         self.graph = torch.cuda.CUDAGraph()
@@ -125,17 +120,8 @@ class CapturedStep:
         return self.rebind_buffers() and self._identity() == self.identity
 
     def rebind_buffers(self) -> bool:
-        """Put every module buffer the graph reads back in its place, holding the module's current value; False when
-        one changed shape or type (the graph cannot read it then)."""
-        for module, name, recorded in self.buffers:
-            current = getattr(module, name)
-            if current is recorded:
-                continue
-            if current is None or current.shape != recorded.shape or current.dtype != recorded.dtype:
-                return False
-            recorded.copy_(current)
-            setattr(module, name, recorded)
-        return True
+        """Put every module buffer the graph reads back in its place (``cuda_capture.rebind_buffers``)."""
+        return rebind_buffers(self.buffers)
 
     def load_rollout(self) -> None:
         """Copy this update's advantages into the graph's tensor (the storage computes them anew every update)."""

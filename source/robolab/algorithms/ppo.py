@@ -16,6 +16,7 @@ from tensordict import TensorDict
 from torch import nn
 
 from robolab import distributed
+from robolab.algorithms.captured_act import CapturedAct
 from robolab.algorithms.captured_update import CapturedStep
 from robolab.algorithms.device_lr import adapt_learning_rate, device_lr_optimizer
 from robolab.algorithms.sync import DEFAULT_BUCKET_MB, SyncedAlgorithm
@@ -51,6 +52,7 @@ class PPO(SyncedAlgorithm, RslRlPPO):
         self.cuda_graph = cuda_graph
         """Replay the minibatch step as a CUDA graph where it can be (``capturable``; ``PpoCfg.cuda_graph``)."""
         self._captured: CapturedStep | None = None
+        self._captured_act: CapturedAct | None = None
         self._trained_all = False
         self.updates_done = 0
         """Updates made by this run, a resumed one's included (``load`` sets it from the checkpoint's iteration)."""
@@ -79,18 +81,42 @@ class PPO(SyncedAlgorithm, RslRlPPO):
     def act(self, obs: TensorDict) -> torch.Tensor:
         """rsl_rl's ``act``, with a Gaussian policy's action drawn as ``N(0, 1) * std + mean``: what ``torch.normal``
         computes, from the same generator, to the bit, but without its check of the scale on the host, which on a GPU
-        waits for every env step. Other distributions sample through rsl_rl."""
+        waits for every env step. Where the update's graph applies (``graph_supported``) the inference is a graph
+        replay too (``CapturedAct``), drawing the same bits. Other distributions sample through rsl_rl."""
         if not isinstance(self.actor.distribution, GaussianDistribution):
             return super().act(obs)
         self.transition.hidden_states = (self.actor.get_hidden_state(), self.critic.get_hidden_state())
+        captured = self._captured_act_for(obs)
+        outputs = captured(obs) if captured is not None else self.act_outputs(obs)
+        actions, values, log_prob, params = outputs
+        transition = self.transition
+        transition.actions, transition.values, transition.actions_log_prob = actions, values, log_prob
+        transition.distribution_params = params
+        transition.observations = obs
+        return actions
+
+    def act_outputs(self, obs: TensorDict) -> tuple:
+        """(action, value, log-probability, distribution parameters) of a Gaussian policy for ``obs``: what ``act``
+        records, eagerly or inside its graph."""
         set_distribution(self.actor, obs)
         mean, std = self.actor.output_mean, self.actor.output_std
-        self.transition.actions = (torch.randn_like(mean) * std + mean).detach()
-        self.transition.values = self.critic(obs).detach()
-        self.transition.actions_log_prob = self.actor.get_output_log_prob(self.transition.actions).detach()
-        self.transition.distribution_params = tuple(p.detach() for p in self.actor.output_distribution_params)
-        self.transition.observations = obs
-        return self.transition.actions
+        actions = (torch.randn_like(mean) * std + mean).detach()
+        values = self.critic(obs).detach()
+        log_prob = self.actor.get_output_log_prob(actions).detach()
+        return actions, values, log_prob, tuple(p.detach() for p in self.actor.output_distribution_params)
+
+    def _captured_act_for(self, obs: TensorDict) -> CapturedAct | None:
+        """The inference's graph for ``obs``, captured at the first call (and anew when the observations' layout or the
+        models' tensors changed); None where graphs do not apply."""
+        if (
+            not self.graph_supported()
+            or self.actor is not self.models["actor"]
+            or self.critic is not self.models["critic"]
+        ):
+            return None  # (a torch.compile wrapper replaced a model)
+        if self._captured_act is None or not self._captured_act.matches(obs):
+            self._captured_act = CapturedAct(self, obs)
+        return self._captured_act
 
     # --- the learning rate, a tensor on the device -------------------------------------------------------------
     @property

@@ -10,7 +10,9 @@ What this subclass changes, and why:
 - checkpoints are written atomically and loaded with ``weights_only=True``; they carry RNG states;
 - ``model_<it>.pt`` holds the state after iteration ``it``, so a resume starts at ``it + 1``;
 - collecting waits for the GPU once per iteration, not per step: rsl_rl's NaN check (``check_nan``) is kept as
-  flags on the device (``NanWatch``) and read after the last step.
+  flags on the device (``NanWatch``) and read after the last step;
+- the models' calls (inference, the step's bookkeeping, the update) run in the configured float32 matmul precision
+  (``agent.matmul_precision``, TF32 on GPUs by default), the env's step in IEEE float32.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch
 from robolab import checkpoint, console, distributed
 from robolab.distributed import DistributedConfigError, DistributedContext
 from robolab.errors import first_line
+from robolab.matmul_precision import check_matmul_precision, models_precision
 from robolab.rsl_rl_api import OnPolicyRunner as RslRlOnPolicyRunner
 from robolab.rsl_rl_api import VecEnv, resolve_callable
 from robolab.runners.logger import IterationRecord, TrainingLogger
@@ -56,6 +59,11 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             raise ValueError(f"check_replication_every={check_replication_every}: must be >= 0 (0 = off)")
         self.env, self.cfg, self.device, self.dist_ctx = env, train_cfg, device, ctx
         self.check_replication_every = check_replication_every
+        self.matmul_precision = check_matmul_precision(
+            "agent.matmul_precision", train_cfg.get("matmul_precision", "ieee")
+        )
+        """The models' float32 matmul precision on a GPU (``RunnerCfg.matmul_precision``): set around the policy's
+        inference and the update, never around the env's step."""
         self.task_id = task_id
         """Saved in every checkpoint's identity, so another task's checkpoint is refused on resume and play."""
         # rsl_rl's names for the rank layout, which its algorithms and users read.
@@ -155,7 +163,8 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
                 obs, collect_s = self._collect(obs)
                 before_update = self.alg.snapshot()
                 start = time.time()
-                losses = self.alg.update()
+                with models_precision(self.matmul_precision):
+                    losses = self.alg.update()
             except Interrupted:
                 if before_update is not None:
                     self.alg.restore(before_update)
@@ -198,17 +207,20 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
             nan_watch = NanWatch() if self.cfg.get("check_for_nan", True) else None
             for _ in range(self.cfg["num_steps_per_env"]):
                 self._stop_point()
-                actions = self.alg.act(obs)
+                with models_precision(self.matmul_precision):
+                    actions = self.alg.act(obs)
                 obs, rewards, dones, extras = self.env.step(actions.to(self.env.device))
                 if nan_watch is not None:
                     nan_watch.add(obs, rewards, dones)
                 obs, rewards, dones = obs.to(self.device), rewards.to(self.device), dones.to(self.device)
-                self.alg.process_env_step(obs, rewards, dones, extras)
+                with models_precision(self.matmul_precision):  # (AMP's discriminator rewards the step here)
+                    self.alg.process_env_step(obs, rewards, dones, extras)
                 self.logger.process_env_step(rewards, dones, extras, self.alg.intrinsic_rewards if rnd else None)
             if nan_watch is not None:
                 nan_watch.check()
             collect_s = time.time() - start
-            self.alg.compute_returns(obs)
+            with models_precision(self.matmul_precision):
+                self.alg.compute_returns(obs)
         return obs, collect_s
 
     def _save_iteration(self, it: int) -> bool:
