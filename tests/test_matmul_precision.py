@@ -92,7 +92,7 @@ def test_training_runs_the_models_in_the_chosen_precision_and_the_env_in_ieee(pr
 
 
 def test_the_default_is_tf32():
-    runner, env, seen = recording_runner(None)
+    runner, env, _ = recording_runner(None)
     assert runner.matmul_precision == OnPolicyRunnerCfg().matmul_precision == "tf32"
     env.close()
 
@@ -100,7 +100,7 @@ def test_the_default_is_tf32():
 def test_a_bad_precision_is_a_one_line_error_naming_it():
     with pytest.raises(AgentConfigError, match=r"^agent.matmul_precision='bf16': allowed: ieee, tf32$"):
         OnPolicyRunnerCfg(matmul_precision="bf16")
-    agent, env_cfg = tiny_agent()
+    agent, _ = tiny_agent()
     agent["matmul_precision"] = "fp16"
     with pytest.raises(ValueError, match=r"^agent.matmul_precision='fp16': allowed: ieee, tf32$"):
         OnPolicyRunner(None, agent)  # refused before the env is read

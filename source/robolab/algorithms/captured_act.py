@@ -24,7 +24,8 @@ from robolab.cuda_capture import module_buffers, rebind_buffers, recording
 
 
 class CapturedActError(ValueError):
-    """``agent.algorithm.cuda_graph=true`` could not capture the policy's inference here (one line, as a bad setting)."""
+    """``agent.algorithm.cuda_graph=true`` could not capture the policy's inference here (one line, as a bad
+    setting)."""
 
 
 def _layout(obs: TensorDict, groups: list[str]) -> tuple:
