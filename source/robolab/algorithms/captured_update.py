@@ -117,11 +117,7 @@ class CapturedStep:
     def matches(self) -> bool:
         """Whether the graph still reads and writes the algorithm's current tensors and rollout storage (its buffers
         rebound first)."""
-        return self.rebind_buffers() and self._identity() == self.identity
-
-    def rebind_buffers(self) -> bool:
-        """Put every module buffer the graph reads back in its place (``cuda_capture.rebind_buffers``)."""
-        return rebind_buffers(self.buffers)
+        return rebind_buffers(self.buffers) and self._identity() == self.identity
 
     def load_rollout(self) -> None:
         """Copy this update's advantages into the graph's tensor (the storage computes them anew every update)."""

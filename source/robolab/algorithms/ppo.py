@@ -87,8 +87,7 @@ class PPO(SyncedAlgorithm, RslRlPPO):
             return super().act(obs)
         self.transition.hidden_states = (self.actor.get_hidden_state(), self.critic.get_hidden_state())
         captured = self._captured_act_for(obs)
-        outputs = captured(obs) if captured is not None else self.act_outputs(obs)
-        actions, values, log_prob, params = outputs
+        actions, values, log_prob, params = captured(obs) if captured is not None else self.act_outputs(obs)
         transition = self.transition
         transition.actions, transition.values, transition.actions_log_prob = actions, values, log_prob
         transition.distribution_params = params

@@ -62,8 +62,9 @@ class OnPolicyRunner(RslRlOnPolicyRunner):
         self.matmul_precision = check_matmul_precision(
             "agent.matmul_precision", train_cfg.get("matmul_precision", "ieee")
         )
-        """The models' float32 matmul precision on a GPU (``RunnerCfg.matmul_precision``): set around the policy's
-        inference and the update, never around the env's step."""
+        """The models' float32 matmul precision on a GPU (``RunnerCfg.matmul_precision``, ``tf32`` by default there):
+        set around the policy's inference and the update, never around the env's step. A train_cfg dict without the
+        key (rsl_rl's own form) keeps PyTorch's IEEE float32."""
         self.task_id = task_id
         """Saved in every checkpoint's identity, so another task's checkpoint is refused on resume and play."""
         # rsl_rl's names for the rank layout, which its algorithms and users read.
