@@ -16,7 +16,11 @@
 #   PART=walk: time to walk from launch with both graphs, RUNS (3) runs, each with a seed drawn at launch
 #     (--seed -1), WALK_S (60) s from launch (COLD_WALK_S, 200, when warp's cache is empty), checkpoints every 10
 #     iterations judged by time_to_walk.py (WALK_ENVS, 4096, envs; WALK_OVERRIDES, none); COLD=1 gives the first run an empty warp kernel cache and an empty CUDA
-#     driver JIT cache of its own; FIRST..RUNS numbers them: walk_<k>_{startup,time_to_walk}.json
+#     driver JIT cache of its own (COLD=all: every run); FIRST..RUNS numbers them: walk_<k>_{startup,time_to_walk}.json
+#   PART=compile: scripts/warmup.py at 4096 envs (MuJoCo Warp's kernels compiled or loaded, and 2 control steps) under
+#     fresh or kept caches: warp's kernel cache and the CUDA driver's JIT cache each empty or warm, the kernels compiled
+#     one at a time (env.backend.compile_workers=0) or over COMPILE_WORKERS (16) threads: compile_<case>.json,
+#     compile_summary.json
 set -uo pipefail
 here="$(dirname "$0")"
 . "$here/device_train.sh"  # the site, the kernel cache
@@ -97,7 +101,7 @@ if [ "${PART:-tests}" = walk ]; then
   for k in $(seq "${FIRST:-1}" "${RUNS:-3}"); do
     caches="WARP_CACHE_PATH=$WARP_CACHE_PATH CUDA_CACHE_PATH=$CUDA_CACHE_PATH"
     cache=$([ -n "$(ls -A "$WARP_CACHE_PATH" 2>/dev/null)" ] && echo warm || echo cold)
-    if [ "${COLD:-0}" = 1 ] && [ "$k" = "${FIRST:-1}" ]; then  # both caches empty, apart from the ones others use
+    if [ "${COLD:-0}" = all ] || { [ "${COLD:-0}" = 1 ] && [ "$k" = "${FIRST:-1}" ]; }; then  # both caches empty, apart from the ones others use
       rm -rf /tmp/warp_cold /tmp/cuda_cold; caches="WARP_CACHE_PATH=/tmp/warp_cold CUDA_CACHE_PATH=/tmp/cuda_cold"
       cache=cold
     fi
@@ -121,4 +125,50 @@ PY
       --output "$OUT/${name}_time_to_walk.json" > /dev/null 2>&1
     python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], 'time to walk', r['time_to_walk_s'], 's, judged', len(r['judged']))" "$OUT/${name}_time_to_walk.json" "$name"
   done
+fi
+if [ "${PART:-tests}" = compile ]; then
+  rm -rf /tmp/compile_caches; mkdir -p /tmp/compile_caches
+  # (2026-12-04's run also compiled to cubin, through a setting for warp's cuda_output since removed: it changed
+  # nothing, docs/benchmarks/loop_h200/compile/README.md)
+  # probe CASE WORKERS WARP_CACHE CUDA_CACHE: one warm-up under those caches (a folder not there yet is empty)
+  probe() {
+    local case=$1 workers=$2 wc=/tmp/compile_caches/$3 cc=/tmp/compile_caches/$4 start
+    start=$(date +%s.%N)
+    WARP_CACHE_PATH=$wc CUDA_CACHE_PATH=$cc timeout 300 python3 scripts/warmup.py --task $TASK --device cuda \
+      --num_envs 4096 env.backend.compile_workers="$workers" > "$OUT/compile_$case.log" 2>&1
+    python3 - "$case" "$start" "$OUT/compile_$case.log" "$wc" "$cc" "$workers" \
+      > "$OUT/compile_$case.json" <<'PY'
+import json, os, subprocess, sys, time
+case, start, log, wc, cc, workers = sys.argv[1:]
+lines = open(log).read().splitlines()
+report = next((json.loads(l) for l in reversed(lines) if l.startswith("{")), None)
+def files(d):
+    return sum(len(f) for _, _, f in os.walk(d))
+def size(d):
+    return int(subprocess.run(["du", "-sb", d], capture_output=True, text=True).stdout.split()[0] or 0) if os.path.isdir(d) else 0
+print(json.dumps({"case": case, "compile_workers": int(workers),
+                  "command_s": round(time.time() - float(start), 2), "warmup": report,
+                  "warp_cache_files": files(wc), "warp_cache_bytes": size(wc),
+                  "driver_cache_files": files(cc), "driver_cache_bytes": size(cc),
+                  "last_lines": lines[-3:] if report is None else []}, indent=1))
+PY
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); w=r['warmup'] or {}; print(r['case'], 'kernels', w.get('seconds'), 's, compiled', w.get('compiled'), ', command', r['command_s'], 's, driver cache', r['driver_cache_files'], 'files')" "$OUT/compile_$case.json"
+    rm -f "$OUT/compile_$case.log"
+  }
+  n=${COMPILE_WORKERS:-16}
+  probe ptx_serial_cold 0 w_serial c_serial
+  probe ptx_parallel_cold "$n" w_ptx c_ptx
+  probe ptx_parallel_warm "$n" w_ptx c_ptx
+  probe ptx_serial_warm 0 w_ptx c_ptx
+  probe ptx_warp_warm_driver_cold "$n" w_ptx c_ptx_empty
+  python3 - "$OUT" <<'PY'
+import glob, json, os, sys
+rows = {}
+for path in sorted(glob.glob(f"{sys.argv[1]}/compile_*.json")):
+    r = json.load(open(path)); w = r["warmup"] or {}
+    if "case" in r:
+        rows[r["case"]] = {"kernels_s": round(w.get("seconds", 0), 2), "compiled": w.get("compiled"),
+                           "command_s": r["command_s"], "driver_cache_files": r["driver_cache_files"]}
+json.dump(rows, open(f"{sys.argv[1]}/compile_summary.json", "w"), indent=1)
+PY
 fi

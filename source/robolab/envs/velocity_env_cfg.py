@@ -202,6 +202,10 @@ class BackendCfg:
     """Warp backend: contacts allocated per env (MuJoCo Warp's own estimate when None)."""
     njmax: int | None = None
     """Warp backend: constraint rows allocated per env (MuJoCo Warp's own estimate when None)."""
+    compile_workers: int | None = None
+    """Warp backend: threads that compile (or load from the kernel cache) the step's kernels before its first run
+    (``robolab.envs.backends.warp_compile``); None = the cores this process may use, at most 16; 0 or 1 = warp's own
+    loading, one module at a time, at each kernel's first launch."""
 
 
 @dataclass

@@ -47,7 +47,15 @@ def make_backend(
             raise ValueError(message) from None
         # The same sensor-equipped model as MuJoCo C's: MuJoCo Warp computes robolab's contact sensors itself.
         robot = load_robot(robot_cfg, timestep=sim_dt, terrain=terrain)
-        return WarpBackend(robot, num_envs, device, cfg.num_variants, cfg.nconmax, cfg.njmax)
+        return WarpBackend(
+            robot,
+            num_envs,
+            device,
+            cfg.num_variants,
+            cfg.nconmax,
+            cfg.njmax,
+            compile_workers=cfg.compile_workers,
+        )
     allowed = ", ".join(map(repr, (AUTO, *BACKENDS)))
     raise ValueError(f"env.backend.name={name!r} is not a known backend (allowed: {allowed})")
 

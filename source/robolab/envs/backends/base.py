@@ -8,6 +8,7 @@ GPU backend can replace the CPU one without touching the MDP.
 from __future__ import annotations
 
 import contextlib
+import os
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
@@ -30,6 +31,11 @@ RANDOMISED_FIELDS = (
 )
 """The ``MjModel`` arrays events may set per physics variant (``set_model_field``): MuJoCo Warp keeps a copy of each
 per world."""
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def check_field(name: str) -> None:

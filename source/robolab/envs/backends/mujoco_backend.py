@@ -10,7 +10,6 @@ from cache, which steps faster than one model per env (docs/benchmarks/README.md
 from __future__ import annotations
 
 import copy
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import mujoco
@@ -24,6 +23,7 @@ from robolab.envs.backends.base import (
     check_field,
     contact_groups,
     contact_sensor_adr,
+    usable_cores,
     variant_blocks,
 )
 from robolab.envs.backends.rays import check_max_distance, static_scene_data
@@ -32,11 +32,6 @@ from robolab.resources import check_fits
 MAX_THREADS = 1024
 """The most physics threads a process may ask for (each holds an ``MjData``; the largest nodes have a few hundred
 cores)."""
-
-
-def usable_cores() -> int:
-    """The CPU cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 class MujocoBackend(PhysicsBackend):

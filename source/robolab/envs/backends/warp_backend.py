@@ -38,6 +38,7 @@ from robolab.envs.backends.base import (
     variant_blocks,
 )
 from robolab.envs.backends.rays import check_max_distance, static_scene_data
+from robolab.envs.backends.warp_compile import MAX_COMPILE_WORKERS, default_compile_workers, preload_step_kernels
 from robolab.envs.backends.warp_kernels import flag_non_finite_state, track_contact_peaks
 
 # What overflowed -> the setting that sizes it. An env whose buffers overflowed is reset (its physics left contacts
@@ -122,6 +123,8 @@ class KernelCacheReport:
     files_after: int
     seconds: float
     """Compiling or loading every kernel of a step, and running it once."""
+    workers: int = 1
+    """Threads that compiled them (``env.backend.compile_workers``; 1: at each kernel's first launch)."""
 
     @property
     def compiled(self) -> int:
@@ -133,9 +136,11 @@ class KernelCacheReport:
         if self.compiled == 0:
             ready = f"kernels ready in {self.seconds:.1f} s"
             return f"MuJoCo Warp kernel cache {self.directory}: warm (nothing to compile; {ready})"
+        threads = f"{self.workers} thread{'s' * (self.workers > 1)}"
         return (
             f"MuJoCo Warp kernel cache {self.directory}: cold ({self.compiled} files compiled in "
-            f"{self.seconds:.1f} s; `scripts/warmup.py --task {task}` fills it ahead, WARP_CACHE_PATH moves it)"
+            f"{self.seconds:.1f} s by {threads}; `scripts/warmup.py --task {task}` fills it ahead, WARP_CACHE_PATH "
+            "moves it)"
         )
 
 
@@ -153,7 +158,16 @@ class WarpBackend(PhysicsBackend):
         num_variants: int | None = 64,
         nconmax: int | None = None,
         njmax: int | None = None,
+        compile_workers: int | None = None,
     ):
+        if compile_workers is not None and (
+            isinstance(compile_workers, bool) or not isinstance(compile_workers, int) or compile_workers < 0
+        ):
+            raise ValueError(
+                f"env.backend.compile_workers={compile_workers!r}: must be an integer >= 0 (0 or 1: compile at each "
+                f"kernel's first launch) or null (the cores this process may use, at most {MAX_COMPILE_WORKERS})"
+            )
+        self.compile_workers = default_compile_workers() if compile_workers is None else compile_workers
         wp.config.log_level = console.warp_log_level()  # module loads only with --verbose
         wp.init()
         self.robot = robot
@@ -217,16 +231,23 @@ class WarpBackend(PhysicsBackend):
 
     def _warm_up(self) -> None:
         """Compile every kernel of a step now (a CUDA graph cannot load modules while it captures), then start over
-        from the model's initial state. What it found in warp's kernel cache is ``kernel_cache``."""
+        from the model's initial state. On a cold cache the step's modules compile over ``compile_workers`` threads
+        first (``warp_compile.preload_step_kernels``: ``preload``). What it found in warp's kernel cache is
+        ``kernel_cache``."""
         cached_before, start = cached_modules(), time.perf_counter()
         with wp.ScopedDevice(self.wp_device):
+            self.preload = preload_step_kernels(lambda: self._physics_step(decimation=1), self.compile_workers)
             self._physics_step(decimation=1)
             mjw.reset_data(self._model, self._data)
             self._peak.zero_()
             self._non_finite.zero_()
             wp.synchronize_device(self.wp_device)
         self.kernel_cache = KernelCacheReport(
-            str(wp.config.kernel_cache_dir), cached_before, cached_modules(), time.perf_counter() - start
+            str(wp.config.kernel_cache_dir),
+            cached_before,
+            cached_modules(),
+            time.perf_counter() - start,
+            self.preload.workers if self.preload.modules else 1,
         )
 
     # --- stepping -------------------------------------------------------------------------------------
