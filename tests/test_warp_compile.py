@@ -23,12 +23,8 @@ import warp as wp
 
 from conftest import go2_servo_robot
 from robolab.assets import load_robot
-from robolab.envs.backends.warp_compile import (
-    MAX_COMPILE_WORKERS,
-    default_compile_workers,
-    dry_launches,
-    preload_step_kernels,
-)
+from robolab.envs.backends.base import MAX_COMPILE_WORKERS, default_compile_workers
+from robolab.envs.backends.warp_compile import dry_launches, preload_step_kernels
 
 DEVICE = os.environ.get("ROBOLAB_TEST_DEVICE", "cpu")
 
@@ -134,3 +130,26 @@ def test_bad_compile_workers_is_a_one_line_error():
         with pytest.raises(ValueError, match=r"env.backend.compile_workers=.*must be an integer >= 0"):
             WarpBackend(robot, 2, DEVICE, compile_workers=bad)  # type: ignore[arg-type]
     assert 1 <= default_compile_workers() <= MAX_COMPILE_WORKERS
+    assert [default_compile_workers(n) for n in (1, 4, 16, 64)] == [1, 4, 16, MAX_COMPILE_WORKERS]
+
+
+def test_ranks_on_one_node_split_the_compile_threads_as_they_split_the_cores(monkeypatch):
+    """Each of a node's ranks compiles over its share of the cores (``session.share_cpu_cores``), so 8 ranks on a
+    16-core node do not run 128 compile threads; an explicit setting is kept."""
+    import torch
+
+    from robolab import distributed
+    from robolab.distributed import DistributedContext
+    from robolab.envs.velocity_env_cfg import VelocityEnvCfg
+    from robolab.session import share_cpu_cores
+
+    monkeypatch.setattr(distributed.os, "sched_getaffinity", lambda _pid: set(range(16)), raising=False)
+    threads = torch.get_num_threads()
+    try:
+        for ranks, explicit, expected in ((1, None, 16), (4, None, 4), (8, None, 2), (8, 6, 6)):
+            cfg = VelocityEnvCfg()
+            cfg.backend.compile_workers = explicit
+            share_cpu_cores(cfg, DistributedContext(world_size=ranks, local_world_size=ranks))
+            assert cfg.backend.compile_workers == expected, (ranks, explicit)
+    finally:
+        torch.set_num_threads(threads)

@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from robolab import console, distributed, files, runs, tasks
 from robolab.config import ConfigError, agent_dict, compose, plain, saved_agent_dict
 from robolab.distributed import DistributedContext
+from robolab.envs.backends.base import default_compile_workers
 from robolab.launch import DEFAULT_AGENT, TrainOptions, VideoOptions, log_writer_cfg
 from robolab.resources import check_fits
 from robolab.rsl_rl_api import VecEnv, resolve_callable
@@ -160,6 +161,8 @@ def share_cpu_cores(env_cfg, ctx: DistributedContext) -> None:
     if env_cfg.backend.num_threads is None:
         gpu = str(env_cfg.device).startswith("cuda")
         env_cfg.backend.num_threads = max(1, cores - 1) if gpu and cores > 2 else cores
+    if getattr(env_cfg.backend, "compile_workers", 0) is None:  # MuJoCo Warp's cold compile: the same share
+        env_cfg.backend.compile_workers = default_compile_workers(cores)
 
 
 def seed_everything(seed: int) -> None:

@@ -204,8 +204,8 @@ class BackendCfg:
     """Warp backend: constraint rows allocated per env (MuJoCo Warp's own estimate when None)."""
     compile_workers: int | None = None
     """Warp backend: threads that compile (or load from the kernel cache) the step's kernels before its first run
-    (``robolab.envs.backends.warp_compile``); None = the cores this process may use, at most 16; 0 or 1 = warp's own
-    loading, one module at a time, at each kernel's first launch."""
+    (``robolab.envs.backends.warp_compile``); None = the cores this process may use (a rank: its share of the
+    node's), at most 16; 0 or 1 = warp's own loading, one module at a time, at each kernel's first launch."""
 
 
 @dataclass

@@ -30,15 +30,17 @@ import warp as wp
 from robolab import console
 from robolab.assets import RobotModel
 from robolab.envs.backends.base import (
+    MAX_COMPILE_WORKERS,
     RANDOMISED_FIELDS,
     PhysicsBackend,
     check_field,
     contact_groups,
     contact_sensor_adr,
+    default_compile_workers,
     variant_blocks,
 )
 from robolab.envs.backends.rays import check_max_distance, static_scene_data
-from robolab.envs.backends.warp_compile import MAX_COMPILE_WORKERS, default_compile_workers, preload_step_kernels
+from robolab.envs.backends.warp_compile import preload_step_kernels
 from robolab.envs.backends.warp_kernels import flag_non_finite_state, track_contact_peaks
 
 # What overflowed -> the setting that sizes it. An env whose buffers overflowed is reset (its physics left contacts
@@ -235,10 +237,14 @@ class WarpBackend(PhysicsBackend):
         first (``warp_compile.preload_step_kernels``: ``preload``). What it found in warp's kernel cache is
         ``kernel_cache``."""
         cached_before, start = cached_modules(), time.perf_counter()
-        with wp.ScopedDevice(self.wp_device):
-            self.preload = preload_step_kernels(lambda: self._physics_step(decimation=1), self.compile_workers)
+
+        def step_and_start_over() -> None:
             self._physics_step(decimation=1)
             mjw.reset_data(self._model, self._data)
+
+        with wp.ScopedDevice(self.wp_device):
+            self.preload = preload_step_kernels(step_and_start_over, self.compile_workers)
+            step_and_start_over()
             self._peak.zero_()
             self._non_finite.zero_()
             wp.synchronize_device(self.wp_device)

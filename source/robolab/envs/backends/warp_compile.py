@@ -31,17 +31,7 @@ from typing import Any
 
 import warp as wp
 
-from robolab.envs.backends.base import usable_cores
-
 logger = logging.getLogger(__name__)
-
-MAX_COMPILE_WORKERS = 16
-"""The default pool's cap: past a dozen threads the largest module's own compile time is what is left."""
-
-
-def default_compile_workers() -> int:
-    """Threads for compiling a step's modules: the cores this process may use, at most ``MAX_COMPILE_WORKERS``."""
-    return max(1, min(usable_cores(), MAX_COMPILE_WORKERS))
 
 
 @dataclass(frozen=True)
