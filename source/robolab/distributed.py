@@ -130,10 +130,14 @@ def validate_ranks(ctx: DistributedContext) -> None:
         raise DistributedConfigError(f"{local_var}={ctx.local_rank}: must be in [0, {size_var}={ctx.world_size})")
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def cpu_share(ctx: DistributedContext) -> int:
     """Cores this process should use: the usable cores split evenly between the processes of its node."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores // ctx.local_world_size)
+    return max(1, usable_cores() // ctx.local_world_size)
 
 
 def resolve_device(requested: str | None, ctx: DistributedContext) -> str:

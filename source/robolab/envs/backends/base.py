@@ -8,7 +8,6 @@ GPU backend can replace the CPU one without touching the MDP.
 from __future__ import annotations
 
 import contextlib
-import os
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
@@ -16,6 +15,7 @@ import numpy as np
 import torch
 
 from robolab.assets import RobotModel
+from robolab.distributed import usable_cores
 
 RANDOMISED_FIELDS = (
     "geom_friction",
@@ -31,11 +31,6 @@ RANDOMISED_FIELDS = (
 )
 """The ``MjModel`` arrays events may set per physics variant (``set_model_field``): MuJoCo Warp keeps a copy of each
 per world."""
-
-
-def usable_cores() -> int:
-    """The CPU cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 MAX_COMPILE_WORKERS = 16

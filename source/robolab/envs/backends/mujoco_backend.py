@@ -18,12 +18,12 @@ import torch
 from mujoco import rollout
 
 from robolab.assets import RobotModel
+from robolab.distributed import usable_cores
 from robolab.envs.backends.base import (
     PhysicsBackend,
     check_field,
     contact_groups,
     contact_sensor_adr,
-    usable_cores,
     variant_blocks,
 )
 from robolab.envs.backends.rays import check_max_distance, static_scene_data
