@@ -23,7 +23,7 @@ import warp as wp
 
 from conftest import go2_servo_robot
 from robolab.assets import load_robot
-from robolab.envs.backends.base import MAX_COMPILE_WORKERS, default_compile_workers
+from robolab.distributed import MAX_COMPILE_WORKERS, default_compile_workers
 from robolab.envs.backends.warp_compile import dry_launches, preload_step_kernels
 
 DEVICE = os.environ.get("ROBOLAB_TEST_DEVICE", "cpu")

@@ -135,6 +135,17 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+MAX_COMPILE_WORKERS = 16
+"""The cap of ``env.backend.compile_workers``' default: on one H200's 16 cores the largest of MuJoCo Warp's modules
+already set the compile's length (docs/benchmarks/loop_h200/compile)."""
+
+
+def default_compile_workers(cores: int | None = None) -> int:
+    """Threads that compile a MuJoCo Warp step's modules: ``cores`` (default: the cores this process may use; a rank
+    gets its share of a node, ``session.share_cpu_cores``), at most ``MAX_COMPILE_WORKERS``."""
+    return max(1, min(usable_cores() if cores is None else cores, MAX_COMPILE_WORKERS))
+
+
 def cpu_share(ctx: DistributedContext) -> int:
     """Cores this process should use: the usable cores split evenly between the processes of its node."""
     return max(1, usable_cores() // ctx.local_world_size)

@@ -28,8 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from robolab import console, distributed, files, runs, tasks
 from robolab.config import ConfigError, agent_dict, compose, plain, saved_agent_dict
-from robolab.distributed import DistributedContext
-from robolab.envs.backends.base import default_compile_workers
+from robolab.distributed import DistributedContext, default_compile_workers
 from robolab.launch import DEFAULT_AGENT, TrainOptions, VideoOptions, log_writer_cfg
 from robolab.resources import check_fits
 from robolab.rsl_rl_api import VecEnv, resolve_callable

@@ -15,7 +15,6 @@ import numpy as np
 import torch
 
 from robolab.assets import RobotModel
-from robolab.distributed import usable_cores
 
 RANDOMISED_FIELDS = (
     "geom_friction",
@@ -31,17 +30,6 @@ RANDOMISED_FIELDS = (
 )
 """The ``MjModel`` arrays events may set per physics variant (``set_model_field``): MuJoCo Warp keeps a copy of each
 per world."""
-
-
-MAX_COMPILE_WORKERS = 16
-"""The cap of ``env.backend.compile_workers``' default: on one H200's 16 cores the largest of MuJoCo Warp's modules
-already set the compile's length (docs/benchmarks/loop_h200/compile)."""
-
-
-def default_compile_workers(cores: int | None = None) -> int:
-    """Threads that compile a MuJoCo Warp step's modules: ``cores`` (default: the cores this process may use; a rank
-    gets its share of a node, ``session.share_cpu_cores``), at most ``MAX_COMPILE_WORKERS``."""
-    return max(1, min(usable_cores() if cores is None else cores, MAX_COMPILE_WORKERS))
 
 
 def check_field(name: str) -> None:

@@ -29,14 +29,13 @@ import warp as wp
 
 from robolab import console
 from robolab.assets import RobotModel
+from robolab.distributed import MAX_COMPILE_WORKERS, default_compile_workers
 from robolab.envs.backends.base import (
-    MAX_COMPILE_WORKERS,
     RANDOMISED_FIELDS,
     PhysicsBackend,
     check_field,
     contact_groups,
     contact_sensor_adr,
-    default_compile_workers,
     variant_blocks,
 )
 from robolab.envs.backends.rays import check_max_distance, static_scene_data
