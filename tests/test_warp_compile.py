@@ -153,3 +153,20 @@ def test_ranks_on_one_node_split_the_compile_threads_as_they_split_the_cores(mon
             assert cfg.backend.compile_workers == expected, (ranks, explicit)
     finally:
         torch.set_num_threads(threads)
+
+
+def test_a_bad_compile_workers_is_refused_on_any_backend_before_the_terrain_is_made(monkeypatch):
+    """The setting is MuJoCo Warp's, but a CPU run (MuJoCo C) given a bad value is told so too, in one line, before
+    the env builds anything (the terrain generator is never called)."""
+    from robolab.envs import velocity_env
+    from robolab.tasks.velocity.go2.env_cfgs import Go2RoughEnvCfg
+
+    def no_terrain(_cfg):
+        raise AssertionError("the terrain was generated before the settings were checked")
+
+    monkeypatch.setattr(velocity_env, "generate", no_terrain)
+    cfg = Go2RoughEnvCfg(num_envs=2)
+    cfg.backend.name = "mujoco"
+    cfg.backend.compile_workers = -2
+    with pytest.raises(ValueError, match=r"^env.backend.compile_workers=-2: must be an integer >= 0 .*at most 16\)$"):
+        velocity_env.VelocityEnv(cfg)

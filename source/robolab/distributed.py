@@ -146,6 +146,15 @@ def default_compile_workers(cores: int | None = None) -> int:
     return max(1, min(usable_cores() if cores is None else cores, MAX_COMPILE_WORKERS))
 
 
+def check_compile_workers(value) -> None:
+    """Refuse an ``env.backend.compile_workers`` that is not null or an integer >= 0, in one line."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ValueError(
+            f"env.backend.compile_workers={value!r}: must be an integer >= 0 (0 or 1: compile at each kernel's first "
+            f"launch) or null (the cores this process may use, at most {MAX_COMPILE_WORKERS})"
+        )
+
+
 def cpu_share(ctx: DistributedContext) -> int:
     """Cores this process should use: the usable cores split evenly between the processes of its node."""
     return max(1, usable_cores() // ctx.local_world_size)

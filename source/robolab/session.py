@@ -160,7 +160,7 @@ def share_cpu_cores(env_cfg, ctx: DistributedContext) -> None:
     if env_cfg.backend.num_threads is None:
         gpu = str(env_cfg.device).startswith("cuda")
         env_cfg.backend.num_threads = max(1, cores - 1) if gpu and cores > 2 else cores
-    if getattr(env_cfg.backend, "compile_workers", 0) is None:  # MuJoCo Warp's cold compile: the same share
+    if env_cfg.backend.compile_workers is None:  # MuJoCo Warp's cold compile: the same share
         env_cfg.backend.compile_workers = default_compile_workers(cores)
 
 

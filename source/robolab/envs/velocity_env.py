@@ -23,6 +23,7 @@ import math
 import torch
 from tensordict import TensorDict
 
+from robolab.distributed import check_compile_workers
 from robolab.envs.actuators import ExplicitActuators
 from robolab.envs.backends import make_backend
 from robolab.envs.backends.base import PhysicsBackend
@@ -492,6 +493,7 @@ def _check_settings(cfg: VelocityEnvCfg) -> None:
             f"env.episode_length_s={cfg.episode_length_s}: must be at least one control step "
             f"(env.sim_dt x env.decimation = {cfg.step_dt:g} s)"
         )
+    check_compile_workers(cfg.backend.compile_workers)  # MuJoCo Warp's, but refused on any backend, before the terrain
     if not cfg.clip_actions > 0:
         raise ValueError(f"env.clip_actions={cfg.clip_actions}: must be > 0 (actions are clamped to +-clip_actions)")
     if cfg.cuda_graph is True and not cfg.cuda_graph_possible():

@@ -29,7 +29,7 @@ import warp as wp
 
 from robolab import console
 from robolab.assets import RobotModel
-from robolab.distributed import MAX_COMPILE_WORKERS, default_compile_workers
+from robolab.distributed import check_compile_workers, default_compile_workers
 from robolab.envs.backends.base import (
     RANDOMISED_FIELDS,
     PhysicsBackend,
@@ -161,13 +161,7 @@ class WarpBackend(PhysicsBackend):
         njmax: int | None = None,
         compile_workers: int | None = None,
     ):
-        if compile_workers is not None and (
-            isinstance(compile_workers, bool) or not isinstance(compile_workers, int) or compile_workers < 0
-        ):
-            raise ValueError(
-                f"env.backend.compile_workers={compile_workers!r}: must be an integer >= 0 (0 or 1: compile at each "
-                f"kernel's first launch) or null (the cores this process may use, at most {MAX_COMPILE_WORKERS})"
-            )
+        check_compile_workers(compile_workers)
         self.compile_workers = default_compile_workers() if compile_workers is None else compile_workers
         wp.config.log_level = console.warp_log_level()  # module loads only with --verbose
         wp.init()
