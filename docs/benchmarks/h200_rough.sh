@@ -27,6 +27,7 @@
 #                                              # steps at TRAIN_ENVS envs; any task, a student's too; warm.tail)
 #   bash docs/benchmarks/h200_rough.sh cache   # warp's compiled kernels as $OUT/warp_cache.tar.xz, to carry to a later
 #                                              # machine (WARP_CACHE_PATH; a cold cache costs ~3 minutes per launch)
+# train, distill and finetune keep their log's first 4 kB (<name>.head: the kernel cache's line) and last (<name>.tail).
 # TAG=<prefix> names a run and its output files (default none), so that two runs can share the GPU side by side,
 # e.g. `TAG=a_ TRAIN_OVERRIDES=... bash h200_rough.sh train & TAG=b_ bash h200_rough.sh train & wait`.
 # EVAL_ARGS go to play.py --terrain_eval (e.g. `--terrain_eval_friction task`, `--terrain_eval_speed 0.5`, or
@@ -145,6 +146,7 @@ train)
   run=$(ls -td "$LOGS"/*/*_"${TAG}rough_h200" | head -1); echo "$run" > "$LOGS.${TAG}run"
   curve "$run" "$start" Curriculum/terrain_level Metrics/lin_vel_tracking_error Metrics/fall_rate Train/mean_reward \
     > "$OUT/${TAG}rough_curve.json"
+  head -c 4000 "$OUT/${TAG}train.log" > "$OUT/${TAG}train.head"
   tail -c 15000 "$OUT/${TAG}train.log" > "$OUT/${TAG}train.tail"; rm "$OUT/${TAG}train.log"
   cp "$run/summary.json" "$OUT/${TAG}rough_train_summary.json" 2>/dev/null
   # the params and the newest checkpoint come back too: a later call on a fresh machine evaluates or distils them
@@ -176,6 +178,7 @@ distill)
   run=$(ls -td "$LOGS"/go2_rough_distillation/*_"${TAG}rough_h200_student" | head -1)
   curve "$run" "$start" Curriculum/terrain_level Metrics/lin_vel_tracking_error Metrics/fall_rate \
     Loss/behavior > "$OUT/${TAG}student_curve.json"
+  head -c 4000 "$OUT/${TAG}student.log" > "$OUT/${TAG}student.head"
   tail -c 8000 "$OUT/${TAG}student.log" > "$OUT/${TAG}student.tail"; rm "$OUT/${TAG}student.log"
   ckpt=$(newest_checkpoint "$run")
   # the student's params and newest checkpoint come back too, to be judged again later (RUN_DIR=<it> on a machine)
@@ -193,6 +196,7 @@ finetune)
   run=$(ls -td "$LOGS"/go2_rough_blind_finetune/*_"${TAG}rough_h200_finetune" | head -1)
   curve "$run" "$start" Curriculum/terrain_level Metrics/lin_vel_tracking_error Metrics/fall_rate Train/mean_reward \
     Policy/mean_std > "$OUT/${TAG}finetune_curve.json"
+  head -c 4000 "$OUT/${TAG}finetune.log" > "$OUT/${TAG}finetune.head"
   tail -c 8000 "$OUT/${TAG}finetune.log" > "$OUT/${TAG}finetune.tail"; rm "$OUT/${TAG}finetune.log"
   ckpt=$(newest_checkpoint "$run")
   mkdir -p "$OUT/${TAG}finetune_run" && cp -r "$run/params" "$run/$ckpt" "$OUT/${TAG}finetune_run/"
