@@ -258,8 +258,8 @@ def test_two_ranks_keep_identical_discriminators_only_when_it_is_synchronised(tm
         "--log_root",
         str(tmp_path / "logs"),
     ]
-    if mode == "synced":
-        args += ["--check_replication_every", "1"]
+    if mode == "synced":  # on MuJoCo Warp (warp's CPU device): the GPU backend's path on 2 ranks
+        args += ["--check_replication_every", "1", "env.backend=warp"]
     env = clean_env(PYTHONPATH=str(ROOT / "tests"))
     res = run(
         torchrun(2, str(ROOT / "tests" / "helpers" / "amp_sync.py"), str(dump), mode, *args), env=env, timeout=300

@@ -104,6 +104,7 @@ def test_two_rank_distillation_ends_with_identical_students(tmp_path):
         log_root,
         "--check_replication_every",
         "1",
+        "env.backend=warp",  # the student on MuJoCo Warp (warp's CPU device): the GPU backend's path on 2 ranks
     ]
     res = run(torchrun(2, str(ROOT / "tests" / "helpers" / "train_and_dump.py"), str(dump), *args), timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

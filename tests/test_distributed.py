@@ -98,11 +98,15 @@ def test_device_rules(monkeypatch):
 
 # --- training under torchrun ------------------------------------------------------------------------------
 @pytest.mark.slow
-@pytest.mark.parametrize("nproc", [2, 3, 4])
-def test_ranks_train_with_one_run_dir_global_totals_and_identical_state(tmp_path, nproc):
+@pytest.mark.parametrize(
+    ("nproc", "backend"), [(2, "warp"), (3, "mujoco"), (4, "mujoco")], ids=["2-warp", "3-mujoco", "4-mujoco"]
+)
+def test_ranks_train_with_one_run_dir_global_totals_and_identical_state(tmp_path, nproc, backend):
+    """The multi-GPU runs' gloo equivalent: every rank's parameters, buffers and optimiser states identical at every
+    iteration, on MuJoCo C and on MuJoCo Warp (warp's CPU device: the GPU backend's code path, on 2 ranks)."""
     log_root, dump = str(tmp_path / "logs"), tmp_path / "dump"
     dump.mkdir()
-    args = dist_train_args(log_root) + ["--check_replication_every", "1"]
+    args = dist_train_args(log_root) + ["--check_replication_every", "1", f"env.backend={backend}"]
     res = run(torchrun(nproc, str(HELPERS / "train_and_dump.py"), str(dump), *args), timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     runs = list(Path(log_root, "go2_flat").iterdir())

@@ -8,6 +8,11 @@
 #   TASK=Isaac-Velocity-Rough-UnitreeGo2 ORDER=isaaclab TAG=_rough RUN_TIMEOUT=550 bash ... compare
 #                                                   # issue 25's anchor: its curve of terrain level and tracking error
 #   bash docs/benchmarks/h200_isaaclab.sh robolab   # RoboLab-Isaac-Velocity-Flat-Go2: PPO, AMP and distillation
+#   bash docs/benchmarks/h200_isaaclab.sh multigpu  # issue 30, on `nvidia-h200-x2`: TASK on 1 and 2 GPUs under robolab's
+#                                                   # runners (2 ranks: torchrun --distributed, replication check
+#                                                   # every 5) and under `isaaclab train` / `isaaclab train_multigpu
+#                                                   # --num_gpus 2`: steps/s of each and the scaling of each
+#                                                   # (multigpu_<N>envs.json, NUM_ENVS per GPU; not yet run)
 # Isaac Lab's stack travels as parts (docs/benchmarks/isaaclab_site.sh), the offline asset root as .ilassets/.
 set -uo pipefail
 here="$(dirname "$0")"
@@ -66,5 +71,32 @@ for name in ("ppo", "amp", "student"):
 print(json.dumps(out, indent=1))
 PY
   for p in ppo amp distillation; do tail -c 3000 "$OUT/robolab_$p.log" > "$OUT/robolab_$p.tail"; rm "$OUT/robolab_$p.log"; done ;;
+multigpu)
+  [ "$(nvidia-smi -L | wc -l)" -ge 2 ] || { echo "multigpu: it needs 2 GPUs (the device kind nvidia-h200-x2)"; exit 1; }
+  torchrun2=(python3 -m torch.distributed.run --standalone --nproc_per_node=2)
+  runs=()
+  for case in robolab_1gpu robolab_2gpu isaaclab_1gpu isaaclab_2gpu; do
+    start=$(date +%s.%N); log="$OUT/multigpu_$case.log"
+    case $case in
+      robolab_1gpu) cmd=(python3 scripts/train.py) ;;
+      robolab_2gpu) cmd=("${torchrun2[@]}" scripts/train.py --distributed --check_replication_every 5) ;;
+      isaaclab_1gpu) cmd=(python3 -m isaaclab train --rl_library rsl_rl) ;;
+      isaaclab_2gpu) cmd=(python3 -m isaaclab train_multigpu --num_gpus 2 --rl_library rsl_rl) ;;
+    esac
+    if [ "${case%%_*}" = robolab ]; then
+      timeout "${RUN_TIMEOUT:-400}" "${cmd[@]}" --task "$TASK" --device cuda --num_envs "$N" --max_iterations "$ITERS" \
+        --log_root "$LOGS" --run_name "$case" --headless > "$log" 2>&1
+      echo "$case rc=$? $(grep -c 'replication check passed' "$log") replication checks passed"
+      run=$(ls -td "$LOGS"/*/*_"$case" | head -1)
+    else
+      (cd "$IL_CWD" && timeout "${RUN_TIMEOUT:-400}" "${cmd[@]}" --task "$TASK" --num_envs "$N" \
+        --max_iterations "$ITERS" --run_name "$case" > "$log" 2>&1)
+      echo "$case rc=$?"; run=$(ls -td "$IL_CWD"/logs/rsl_rl/*/*_"$case" | head -1)
+    fi
+    runs+=(--run "$case=$run@$start"); tail -c 6000 "$log" > "${log%.log}.tail"; rm "$log"
+  done
+  python3 "$here/isaaclab_compare.py" "${runs[@]}" --ratio robolab_2gpu/robolab_1gpu \
+    --ratio isaaclab_2gpu/isaaclab_1gpu --ratio robolab_2gpu/isaaclab_2gpu \
+    --output "$OUT/multigpu_${N}envs${TAG:-}.json" | tee "$OUT/multigpu.txt" ;;
 esac
 done

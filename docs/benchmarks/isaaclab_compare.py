@@ -61,6 +61,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", action="append", required=True, help="NAME=RUN_DIR@LAUNCH_UNIX_TIME")
     p.add_argument("--skip", type=int, default=5, help="iterations left out of the medians (start-up)")
+    p.add_argument(
+        "--ratio",
+        action="append",
+        default=[],
+        help="A/B: steps/s of run A over run B (any two runs; e.g. a 2-GPU run over its 1-GPU one, the scaling)",
+    )
     p.add_argument("--output", required=True)
     args = p.parse_args()
     runs = {}
@@ -82,6 +88,11 @@ def main() -> None:
     if len(names) == 2:
         a, b = runs[names[0]], runs[names[1]]
         result[f"steps_per_s_{names[0]}_over_{names[1]}"] = round(a["steps_per_s_median"] / b["steps_per_s_median"], 3)
+    for pair in args.ratio:
+        a, _, b = pair.partition("/")
+        if a not in runs or b not in runs:
+            raise SystemExit(f"--ratio {pair!r}: both names must be among the runs ({', '.join(names)})")
+        result[f"steps_per_s_{a}_over_{b}"] = round(runs[a]["steps_per_s_median"] / runs[b]["steps_per_s_median"], 3)
     with open(args.output, "w") as f:
         json.dump(result, f, indent=1)
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import json
 import os
 import platform
@@ -238,34 +239,53 @@ def _device_name(device: str) -> str:
     return platform.processor() or platform.machine()
 
 
+def scaling_sizes(text: str) -> list[int]:
+    """The world sizes of ``--scaling``: positive, rising, the first 1 (the baseline)."""
+    try:
+        sizes = [int(s) for s in text.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or sizes[0] != 1 or any(b <= a for a, b in itertools.pairwise(sizes)):
+        raise ValueError(f"--scaling={text!r}: must be rising world sizes starting with 1 (the baseline), e.g. 1,2")
+    return sizes
+
+
+def scaling_rank_command(args: argparse.Namespace, overrides: list[str], world_size: int, output: str) -> list[str]:
+    """The torchrun command that benchmarks ``world_size`` ranks with this invocation's task, sizes, device and
+    overrides (only the training is timed: physics alone is per process and does not scale)."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={world_size}",
+        "-m",
+        "robolab.cli.benchmark",
+        "--distributed",
+        "--skip_physics",
+        "--task",
+        args.task,
+        "--num_envs",
+        str(args.num_envs),
+        "--iterations",
+        str(args.iterations),
+        "--output",
+        output,
+        *(["--device", args.device] if args.device else []),
+        *overrides,
+    ]
+
+
 def scaling(args: argparse.Namespace, overrides: list[str]) -> dict:
     """Run the benchmark under torchrun at each world size and compare them."""
-    sizes = [int(s) for s in args.scaling.split(",")]
-    if sizes[0] != 1:
-        raise ValueError(f"--scaling={args.scaling!r}: must start with 1 (the baseline)")
+    sizes = scaling_sizes(args.scaling)
+    if args.update:
+        raise ValueError("--update times one process's PPO update: it cannot be combined with --scaling")
     runs = {}
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "result.json")
-            cmd = [
-                sys.executable,
-                "-m",
-                "torch.distributed.run",
-                "--standalone",
-                f"--nproc_per_node={n}",
-                "-m",
-                "robolab.cli.benchmark",
-                "--distributed",
-                "--skip_physics",
-                "--num_envs",
-                str(args.num_envs),
-                "--iterations",
-                str(args.iterations),
-                "--output",
-                out,
-                *overrides,
-            ] + (["--device", args.device] if args.device else [])
-            subprocess.run(cmd, check=True)
+            subprocess.run(scaling_rank_command(args, overrides, n, out), check=True)
             with open(out) as f:
                 runs[n] = json.load(f)
     base = runs[1]["train_env_steps_per_s"]
