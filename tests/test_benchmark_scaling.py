@@ -3,6 +3,7 @@ overrides under torchrun, and bad sizes are one-line errors."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 
@@ -17,11 +18,22 @@ BENCHMARK = str(ROOT / "scripts" / "benchmark.py")
 
 def test_each_world_size_is_launched_with_the_invocations_task_sizes_device_and_overrides():
     args, overrides = build_parser().parse_known_args(
-        ["--scaling", "1,2", "--task", "RoboLab-Velocity-Rough-Go2-v0", "--num_envs", "64", "--iterations", "3",
-         "--device", "cuda", "env.backend=warp"]  # fmt: skip
+        [
+            "--scaling",
+            "1,2",
+            "--task",
+            "RoboLab-Velocity-Rough-Go2-v0",
+            "--num_envs",
+            "64",
+            "--iterations",
+            "3",
+            "--device",
+            "cuda",
+            "env.backend=warp",
+        ]
     )
     cmd = scaling_rank_command(args, overrides, 2, "/tmp/out.json")
-    flags = dict(zip(cmd, cmd[1:]))
+    flags = dict(itertools.pairwise(cmd))  # each flag to its value
     assert "--nproc_per_node=2" in cmd and "--distributed" in cmd
     assert flags["--task"] == "RoboLab-Velocity-Rough-Go2-v0"
     assert (flags["--num_envs"], flags["--iterations"], flags["--device"]) == ("64", "3", "cuda")
@@ -53,10 +65,26 @@ def test_scaling_benchmarks_the_asked_task_at_every_world_size(tmp_path):
     out = tmp_path / "scaling.json"
     task = "RoboLab-Velocity-Flat-Go2-Teacher-v0"  # not the default task
     res = run(
-        [sys.executable, BENCHMARK, "--scaling", "1,2", "--task", task, "--num_envs", "8", "--iterations", "1",
-         "--device", "cpu", "--output", str(out), "env.backend.num_threads=1", "agent.num_steps_per_env=4"],
+        [
+            sys.executable,
+            BENCHMARK,
+            "--scaling",
+            "1,2",
+            "--task",
+            task,
+            "--num_envs",
+            "8",
+            "--iterations",
+            "1",
+            "--device",
+            "cpu",
+            "--output",
+            str(out),
+            "env.backend.num_threads=1",
+            "agent.num_steps_per_env=4",
+        ],
         timeout=240,
-    )  # fmt: skip
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     runs = json.loads(out.read_text())["scaling"]
     assert sorted(runs) == ["1", "2"]
