@@ -25,7 +25,8 @@ newest_checkpoint() {
 train() {
   local task=$1 name="${TAG}$2"; shift 2
   local start; start=$(date +%s.%N); echo "$start" > "$LOGS.$name.launched_at"
-  timeout -s TERM "${TRAIN_S:-300}" python3 scripts/train.py --task "$task" --device cuda --num_envs "${ENVS:-4096}" \
+  # LAUNCH: what starts train.py (python3, or a torchrun line with --distributed in OVERRIDES)
+  timeout -s TERM "${TRAIN_S:-300}" ${LAUNCH:-python3} scripts/train.py --task "$task" --device cuda --num_envs "${ENVS:-4096}" \
     --max_iterations 100000 --run_name "$name" --log_root "$LOGS" agent.save_interval="${SAVE:-20}" ${OVERRIDES:-} \
     > "$OUT/$name.log" 2>&1
   local run; run=$(ls -td "$LOGS"/*/*_"$name" | head -1); echo "$run" > "$LOGS.$name"

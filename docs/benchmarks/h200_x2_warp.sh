@@ -20,7 +20,7 @@ set -uo pipefail
 here="$(dirname "$0")"
 . "$here/device_train.sh"  # the site, the kernel cache, LOGS, newest_checkpoint
 TASKS="${TASKS:-RoboLab-Velocity-Flat-Go2-v0 RoboLab-Velocity-Rough-Go2-v0 RoboLab-Velocity-Flat-G1-v0 RoboLab-Velocity-Rough-G1-v0}"
-DEVICE="${DEVICE:-cuda}"  # DEVICE=cpu: the same runs on 2 gloo ranks and warp's CPU device (a check of this script)
+DEVICE="${DEVICE:-cuda}"  # DEVICE=cpu: scaling and replication on 2 gloo ranks and warp's CPU device (a check)
 if [ "$DEVICE" = cuda ]; then
   gpus=$(nvidia-smi -L | wc -l)
   [ "$gpus" -ge 2 ] || { echo "h200_x2_warp.sh: $gpus GPU(s) here; it needs 2 (the device kind nvidia-h200-x2)"; exit 1; }
@@ -66,20 +66,16 @@ replication)
 walk)
   envs=${WALK_ENVS:-8192}
   timeout 400 python3 scripts/warmup.py --device "$DEVICE" --num_envs "$envs" > "$OUT/walk_warm.log" 2>&1
-  for case in 1gpu 2gpu_halved 2gpu_kept; do
+  for case in 1gpu 2gpu_halved 2gpu_kept; do  # device_train.sh's train and judge, as for one GPU
     case $case in
-      1gpu) launch=(python3); n=$envs; dist=() ;;
-      2gpu_halved) launch=("${torchrun2[@]}"); n=$((envs / 2)); dist=(--distributed) ;;
-      2gpu_kept) launch=("${torchrun2[@]}"); n=$envs; dist=(--distributed) ;;
+      1gpu) launch=python3; n=$envs; dist= ;;
+      2gpu_halved) launch="${torchrun2[*]}"; n=$((envs / 2)); dist=--distributed ;;
+      2gpu_kept) launch="${torchrun2[*]}"; n=$envs; dist=--distributed ;;
     esac
-    start=$(date +%s.%N)
-    timeout -s TERM "${WALK_S:-120}" "${launch[@]}" scripts/train.py "${dist[@]}" --device "$DEVICE" --num_envs "$n" \
-      --max_iterations 3000 --seed 42 --run_name "walk_$case" --log_root "$LOGS" agent.save_interval=10 \
-      ${WALK_OVERRIDES:-agent.num_steps_per_env=12} > "$OUT/walk_$case.log" 2>&1
-    run=$(ls -td "$LOGS"/go2_flat/*_walk_"$case" | head -1)
-    timeout "${JUDGE_S:-200}" python3 scripts/time_to_walk.py --load_run "$run" --launched_at "$start" --device "$DEVICE" \
-      --output "$OUT/walk_${case}_time_to_walk.json" > /dev/null 2>&1
-    head -c 3000 "$OUT/walk_$case.log" > "$OUT/walk_$case.head"; rm "$OUT/walk_$case.log"
+    LAUNCH="$launch" ENVS=$n SAVE=10 TRAIN_S="${WALK_S:-120}" \
+      OVERRIDES="$dist --seed 42 ${WALK_OVERRIDES:-agent.num_steps_per_env=12}" \
+      train RoboLab-Velocity-Flat-Go2-v0 "walk_$case" Metrics/lin_vel_tracking_error
+    JUDGE_S="${JUDGE_S:-200}" judge RoboLab-Velocity-Flat-Go2-v0 "walk_$case"
   done
   python3 - "$OUT" <<'PY' | tee "$OUT/walk_summary.json"
 import json, sys

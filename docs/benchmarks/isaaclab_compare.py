@@ -69,6 +69,15 @@ def main() -> None:
     )
     p.add_argument("--output", required=True)
     args = p.parse_args()
+    names = [spec.partition("=")[0] for spec in args.run]
+    # the pairs to divide: the two runs when there are two (the comparison), and each --ratio, checked before any
+    # event file is read
+    pairs = [tuple(names)] if len(names) == 2 else []
+    for pair in args.ratio:
+        a, _, b = pair.partition("/")
+        if a not in names or b not in names:
+            raise SystemExit(f"--ratio {pair!r}: both names must be among the runs ({', '.join(names)})")
+        pairs.append((a, b))
     runs = {}
     for spec in args.run:
         name, _, rest = spec.partition("=")
@@ -83,15 +92,8 @@ def main() -> None:
         levels = [point for point in r["terrain_level_curve"] if point[1] <= common]
         r["terrain_level_at_common_wall_s"] = levels[-1][2] if levels else None
         r["terrain_level_final"] = r["terrain_level_curve"][-1][2] if r["terrain_level_curve"] else None
-    names = list(runs)
     result = {"common_wall_s": common, "runs": runs}
-    if len(names) == 2:
-        a, b = runs[names[0]], runs[names[1]]
-        result[f"steps_per_s_{names[0]}_over_{names[1]}"] = round(a["steps_per_s_median"] / b["steps_per_s_median"], 3)
-    for pair in args.ratio:
-        a, _, b = pair.partition("/")
-        if a not in runs or b not in runs:
-            raise SystemExit(f"--ratio {pair!r}: both names must be among the runs ({', '.join(names)})")
+    for a, b in pairs:
         result[f"steps_per_s_{a}_over_{b}"] = round(runs[a]["steps_per_s_median"] / runs[b]["steps_per_s_median"], 3)
     with open(args.output, "w") as f:
         json.dump(result, f, indent=1)
